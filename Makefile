@@ -1,0 +1,39 @@
+# The README's two commands: `make demo` (set up + main job) and `make test` (set up + tests).
+# Both bootstrap .venv with Python 3.11 on a fresh machine.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-slow lint format bench clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first, pinned: where a CPU wheel of this release is on the machine pip takes it;
+	# an unpinned `torch` would pull the newest (multi-GB CUDA) build.
+	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet -e ".[train,dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/derby-envs demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	$(BIN)/derby-envs bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info runs

@@ -1,0 +1,151 @@
+"""Kentucky Derby heuristics: pari-mutuel bettors that read only their observation.
+
+The race is pure chance, so a bet is worth its expected payout. With the movement tables'
+suit symmetry every horse wins equally often (a custom table may break that, so the win
+probabilities are estimated once per table by simulating races with the engine). What differs
+between horses is how crowded they are:
+
+* ``kd_contrarian`` backs the least crowded horse (fewest visible backers, then least staked)
+  and stakes only when the pot makes a stake profitable on the visible bets.
+* ``kd_value`` computes the expected chips of every (horse, stake) action: its share of the
+  ante pool and of the stake pot, averaged over how the players still to bet may crowd each
+  horse (each picks a horse uniformly at random; sealed bets are all unseen), and takes the best.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from math import comb
+
+import numpy as np
+
+from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame
+
+
+@lru_cache(maxsize=16)
+def win_probabilities(movement_table: str, second_place: bool, races: int = 4000) -> tuple:
+    """P(first) and P(second) per horse, estimated by running races through the engine."""
+    game = KentuckyDerbyGame(
+        num_players=6 if second_place else 3,
+        movement_table=movement_table,
+        second_place="always" if second_place else "never",
+        num_races=1,
+        max_stake=0,
+    )
+    first = np.zeros(4)
+    second = np.zeros(4)
+    for seed in range(races):
+        state = game.new_initial_state(seed)
+        while not state.is_terminal():
+            p = state.current_players()[0]
+            state.apply_action(p, 0)
+        first[state.last_first] += 1
+        if state.last_second >= 0:
+            second[state.last_second] += 1
+    # Shrink towards uniform: 4000 races leave ~1% noise, which must not create fake edges.
+    p1 = 0.8 * first / races + 0.05
+    p2 = 0.8 * second / races + 0.05 if second_place else np.zeros(4)
+    return tuple(p1), tuple(p2)
+
+
+class _KDBase:
+    needs_state = False
+
+    def __init__(self, game: KentuckyDerbyGame) -> None:
+        if game.name != "kentucky_derby":
+            raise ValueError(f"{type(self).__name__} plays Kentucky Derby, not {game.name}")
+        self.game = game
+        self.n = game.num_players
+        self.T = float(game.total_chips)
+        self.levels = game.stake_levels
+        self.max_stake = game.params["max_stake"]
+        self.ante = game.params["ante"]
+        self.sealed = game.params["betting"] == "sealed"
+        p1, p2 = win_probabilities(game.params["movement_table"], game.second_place)
+        self.p1 = np.array(p1)
+        self.p2 = np.array(p2)
+
+    def _read(self, observation: np.ndarray) -> dict:
+        o = self.game.decode_observation(observation)
+        backers = np.rint(o["backers"] * self.n)
+        has_bet = o["has_bet"] > 0.5
+        active = o["active"] > 0.5
+        # Players still to bet after me whose choice I cannot see.
+        unseen = int(np.sum(active[1:] & ~has_bet[1:]))
+        return {
+            "pool": round(float(o["pool"][0]) * self.T),
+            "pot": round(float(o["stake_pot"][0]) * self.T),
+            "backers": backers,
+            "stakes_on": np.rint(o["stakes_on"] * self.T),
+            "unseen": unseen,
+        }
+
+    def _legal_stakes(self, action_mask: np.ndarray) -> int:
+        return int(action_mask[: self.levels].sum()) - 1  # my largest legal stake
+
+
+class KDContrarian(_KDBase):
+    """Back the least crowded horse; stake only if profitable on the visible bets."""
+
+    name = "kd_contrarian"
+
+    def act(
+        self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
+    ) -> int:
+        v = self._read(observation)
+        crowd = v["backers"] * 1000 + v["stakes_on"] - self.p1 * 1e-3  # tie-break: likelier horse
+        best = np.flatnonzero(crowd == crowd.min())
+        h = int(best[rng.integers(best.size)])
+        top = self._legal_stakes(action_mask)
+        stake, best_ev = 0, 0.0
+        for s in range(1, top + 1):
+            ev = self.p1[h] * (v["pot"] + s) * s / (v["stakes_on"][h] + s) - s
+            if ev > best_ev:
+                stake, best_ev = s, ev
+        return h * self.levels + stake
+
+
+class KDValue(_KDBase):
+    """Maximise expected chips, averaging over the unseen bettors' choices."""
+
+    name = "kd_value"
+
+    def act(
+        self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
+    ) -> int:
+        v = self._read(observation)
+        k = v["unseen"]
+        # P(j of the k unseen bettors join horse h), each choosing uniformly at random.
+        joins = np.array([comb(k, j) * 0.25**j * 0.75 ** (k - j) for j in range(k + 1)])
+        avg_stake = self.max_stake / 2.0
+        top = self._legal_stakes(action_mask)
+        # With a second place, about a quarter of the table gets its ante back first.
+        refunds = self.ante * self.n / 4.0 if self.p2.any() else 0.0
+        best_val, best = -np.inf, []
+        for h in range(4):
+            pool_ev = 0.0
+            for j, pj in enumerate(joins):
+                backers = v["backers"][h] + j + 1
+                pool_ev += pj * max(v["pool"] - refunds, 0.0) / backers
+            pool_ev *= self.p1[h]
+            pool_ev += self.p2[h] * self.ante  # my ante back if my horse comes second (6+)
+            for s in range(top + 1):
+                stake_ev = 0.0
+                if s:
+                    for j, pj in enumerate(joins):
+                        others = v["stakes_on"][h] + j * avg_stake
+                        pot = v["pot"] + s + k * avg_stake
+                        stake_ev += pj * pot * s / (others + s)
+                    stake_ev = self.p1[h] * stake_ev - s
+                val = pool_ev + stake_ev
+                if val > best_val + 1e-9:
+                    best_val, best = val, [h * self.levels + s]
+                elif abs(val - best_val) <= 1e-9:
+                    best.append(h * self.levels + s)
+        return int(best[rng.integers(len(best))])
+
+
+POLICIES = {
+    "kd_contrarian": KDContrarian,
+    "kd_value": KDValue,
+}

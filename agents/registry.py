@@ -1,0 +1,59 @@
+"""Agent names -> factories, per game. Resolved by ``derby_envs.core.policy.resolve_policy``
+through the ``derby_envs.agents`` entry point of this distribution.
+
+Each game module (``agents/kentucky_derby.py``, ``agents/derby.py``,
+``agents/demolition_derby.py``) defines ``POLICIES: dict[str, factory]``; a factory takes the
+``Game`` object (validated parameters) and keyword options and returns a policy.
+Game-independent agents: ``random`` and ``search`` (determinized Monte Carlo).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from agents.base import RandomPolicy
+from derby_envs.core.errors import InvalidParameterError
+from derby_envs.registry import GAMES, make_game
+
+_GAME_MODULES = {name: f"agents.{name}" for name in GAMES}
+
+
+def _game_policies(game_name: str) -> dict[str, Callable[..., Any]]:
+    try:
+        module = importlib.import_module(_GAME_MODULES[game_name])
+    except (KeyError, ModuleNotFoundError):
+        return {}
+    return dict(getattr(module, "POLICIES", {}))
+
+
+def _search_factory(game, **kwargs):
+    from agents.search import DeterminizedMCPolicy
+
+    return DeterminizedMCPolicy(game, **kwargs)
+
+
+def policy_names(game_name: str) -> list[str]:
+    """Every agent name usable for ``game_name``."""
+    return ["random", *sorted(_game_policies(game_name)), "search"]
+
+
+def make_policy(name: str, game: Any, **kwargs: Any):
+    """A policy by name for ``game`` (a Game object or a game name; names use default params).
+
+    Raises:
+        InvalidParameterError: unknown name for this game.
+    """
+    if isinstance(game, str):
+        game = make_game(game)
+    if name == "random":
+        return RandomPolicy()
+    if name == "search":
+        return _search_factory(game, **kwargs)
+    factories = _game_policies(game.name)
+    if name not in factories:
+        raise InvalidParameterError(
+            f"unknown agent {name!r} for {game.name}; available: {', '.join(policy_names(game.name))}"
+        )
+    return factories[name](game, **kwargs)

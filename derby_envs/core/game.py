@@ -1,0 +1,253 @@
+"""The game-agnostic engine protocol, modelled on OpenSpiel's Game/State.
+
+A :class:`Game` holds validated parameters and static facts (action count, observation layout).
+A :class:`State` is one position of one game: it knows whose move it is, which actions are
+legal, how to apply one, the per-player returns and observations, and how to copy, save and
+restore itself. Engines know nothing of PettingZoo or Gymnasium; the adapters in
+``derby_envs.core.aec``, ``derby_envs.core.parallel`` and ``derby_envs.core.single_agent`` turn
+any engine into an environment.
+
+Conventions every engine follows:
+
+* Players are ``0..n-1``. ``current_players()`` lists the players who must act now: one player
+  in a sequential phase, several in a simultaneous phase (each one's choice is buffered in the
+  state and hidden from the others until the last choice is in), none when terminal.
+* Actions are ids in a flat ``Discrete(game.num_actions)`` space; ``legal_mask(player)`` is an
+  int8 vector with 1 for legal ids (all zero for a player not to move).
+* All chance goes through ``state.rng`` (a seeded ``numpy.random.Generator``), whose state is
+  saved by ``to_dict`` so that a restored game continues bit-identically.
+* ``returns(mode)`` is valid in every state: the adapters pay rewards as its per-step change, so a
+  game may pay dense rewards (e.g. chips after every race) or only terminal ones (``"win"``).
+* ``observation(player)`` contains exactly what that player knows; ``resample_hidden(player,
+  rng)`` returns a state that the player cannot tell apart from this one.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from derby_envs.core.errors import IllegalActionError, InvalidParameterError, StateFormatError
+from derby_envs.core.params import Param, resolve_params
+
+FORMAT_VERSION = 1
+
+
+class Game(ABC):
+    """Static description of a game with validated parameters.
+
+    Subclasses set the class attributes and implement the abstract members.
+    """
+
+    #: registry id, e.g. ``"kentucky_derby"``
+    name: ClassVar[str]
+    #: human name, e.g. ``"Kentucky Derby"``
+    display_name: ClassVar[str]
+    #: declared parameters; ``num_players`` must be one of them
+    param_spec: ClassVar[tuple[Param, ...]]
+    #: reward modes accepted by ``State.returns``; the first is the default
+    reward_modes: ClassVar[tuple[str, ...]] = ("win",)
+    #: True when some phases have several players choosing at once
+    simultaneous: ClassVar[bool] = False
+
+    def __init__(self, **params: Any) -> None:
+        self.params: dict[str, Any] = resolve_params(
+            self.param_spec, params, self.check_params, game=self.name
+        )
+
+    def check_params(self, params: dict[str, Any]) -> None:  # noqa: B027 - optional hook
+        """Cross-parameter validation hook; raise InvalidParameterError."""
+
+    @property
+    def num_players(self) -> int:
+        return int(self.params["num_players"])
+
+    @classmethod
+    def player_range(cls) -> tuple[int, int]:
+        """Inclusive (min, max) number of players."""
+        p = next(p for p in cls.param_spec if p.name == "num_players")
+        return int(p.low), int(p.high)
+
+    @property
+    @abstractmethod
+    def num_actions(self) -> int:
+        """Size of the flat discrete action space."""
+
+    @property
+    @abstractmethod
+    def observation_slices(self) -> Mapping[str, slice]:
+        """Named, contiguous, ordered slices of the observation vector."""
+
+    @property
+    def observation_size(self) -> int:
+        return max(s.stop for s in self.observation_slices.values())
+
+    @abstractmethod
+    def new_initial_state(self, seed: int | None = None) -> State:
+        """A fresh game whose chance is driven by ``numpy.random.default_rng(seed)``."""
+
+    @abstractmethod
+    def action_name(self, action: int) -> str:
+        """Name of an action id independent of the state (for action tables and logs)."""
+
+    def observation_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """float32 (low, high) arrays bounding every observation (the Box of the envs)."""
+        n = self.observation_size
+        return np.zeros(n, np.float32), np.ones(n, np.float32)
+
+    def decode_observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
+        """Split an observation vector into its named slices (views, not copies)."""
+        return {name: observation[s] for name, s in self.observation_slices.items()}
+
+    def check_reward_mode(self, mode: str) -> str:
+        if mode not in self.reward_modes:
+            raise InvalidParameterError(
+                f"parameter 'reward_mode': got {mode!r}, expected one of "
+                + ", ".join(repr(m) for m in self.reward_modes)
+            )
+        return mode
+
+    def state_from_dict(self, data: Mapping[str, Any]) -> State:
+        """Restore a state saved by ``State.to_dict`` (checked against this game)."""
+        if not isinstance(data, Mapping):
+            raise StateFormatError(f"expected a mapping, got {type(data).__name__}")
+        if data.get("game") != self.name:
+            raise StateFormatError(
+                f"saved state is of game {data.get('game')!r}, not {self.name!r}"
+            )
+        if data.get("format") != FORMAT_VERSION:
+            raise StateFormatError(f"unsupported state format {data.get('format')!r}")
+        params = data.get("params")
+        if not isinstance(params, Mapping) or dict(params) != self.params:
+            raise StateFormatError(
+                f"saved state has parameters {params!r}, this game has {self.params!r}"
+            )
+        state = self._blank_state()
+        try:
+            state.rng = np.random.default_rng()
+            state.rng.bit_generator.state = data["rng"]
+            state._load(data["state"])
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise StateFormatError(f"malformed saved state: {exc!r}") from exc
+        return state
+
+    @abstractmethod
+    def _blank_state(self) -> State:
+        """An uninitialised state object for ``state_from_dict`` to fill."""
+
+
+class State(ABC):
+    """One position of a game. See the module docstring for the conventions."""
+
+    game: Game
+    rng: np.random.Generator
+
+    # ----- whose move -----------------------------------------------------------------
+    @abstractmethod
+    def current_players(self) -> Sequence[int]:
+        """Players who must act now, ascending; empty when the game is over."""
+
+    @abstractmethod
+    def is_terminal(self) -> bool: ...
+
+    # ----- actions --------------------------------------------------------------------
+    @abstractmethod
+    def legal_mask(self, player: int) -> np.ndarray:
+        """int8 vector of length ``game.num_actions``; all zero if ``player`` is not to move."""
+
+    def legal_actions(self, player: int) -> list[int]:
+        return np.flatnonzero(self.legal_mask(player)).tolist()
+
+    def is_legal(self, player: int, action: int) -> bool:
+        """Whether ``player`` may take ``action`` now (engines may override with a cheaper test)."""
+        return 0 <= action < self.game.num_actions and bool(self.legal_mask(player)[action])
+
+    def apply_action(self, player: int, action: int) -> None:
+        """Apply ``player``'s ``action``.
+
+        Raises:
+            IllegalActionError: the action is not legal (the state is unchanged).
+        """
+        try:
+            a = int(action)
+            ok = a == action and self.is_legal(player, a)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise IllegalActionError(
+                player,
+                action,
+                self.legal_actions(player),
+                lambda x: self.action_to_string(player, x),
+            )
+        self._apply(player, a)
+
+    @abstractmethod
+    def _apply(self, player: int, action: int) -> None:
+        """Apply a legal action (already checked)."""
+
+    def action_to_string(self, player: int, action: int) -> str:
+        return self.game.action_name(action)
+
+    # ----- outcome --------------------------------------------------------------------
+    @abstractmethod
+    def returns(self, mode: str = "win") -> np.ndarray:
+        """Per-player float64 returns so far under ``mode`` (see the game's reward modes)."""
+
+    @abstractmethod
+    def winners(self) -> list[int]:
+        """Winning players at the end (several on a shared win); empty before the end."""
+
+    # ----- information ----------------------------------------------------------------
+    @abstractmethod
+    def observation(self, player: int) -> np.ndarray:
+        """float32 vector of length ``game.observation_size``: all ``player`` knows, no more."""
+
+    @abstractmethod
+    def resample_hidden(self, player: int, rng: np.random.Generator) -> State:
+        """A copy consistent with all ``player`` has seen, hidden parts and future chance re-drawn."""
+
+    def render_text(self, player: int | None = None) -> str:
+        """A readable picture of the position (``player`` = whose view; None = omniscient)."""
+        return repr(self)
+
+    # ----- copying and saving ---------------------------------------------------------
+    def clone(self) -> State:
+        """An independent copy (RNG included): both continue identically."""
+        return copy.deepcopy(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe snapshot (RNG state included) restorable by ``game.state_from_dict``."""
+        return {
+            "format": FORMAT_VERSION,
+            "game": self.game.name,
+            "params": dict(self.game.params),
+            "rng": self.rng.bit_generator.state,
+            "state": self._dump(),
+        }
+
+    @abstractmethod
+    def _dump(self) -> dict[str, Any]:
+        """JSON-safe game-specific payload."""
+
+    @abstractmethod
+    def _load(self, payload: Mapping[str, Any]) -> None:
+        """Inverse of ``_dump`` on a blank state (``game`` and ``rng`` already set)."""
+
+
+def win_share_returns(winners: Sequence[int], num_players: int) -> np.ndarray:
+    """The ``"win"`` reward: winners split 1, everyone pays 1/n, so the returns sum to 0."""
+    if not winners:  # no result yet
+        return np.zeros(num_players)
+    out = np.full(num_players, -1.0 / num_players)
+    out[list(winners)] += 1.0 / len(winners)
+    return out
+
+
+def reseed(seed: int | None) -> np.random.Generator:
+    """The suite's one way to build a Generator from a user seed."""
+    return np.random.default_rng(seed)

@@ -1,0 +1,148 @@
+"""Declared game parameters: defaults, documentation and validation.
+
+Every game declares its parameters as a tuple of :class:`Param`. ``resolve_params`` turns the
+user's keyword arguments into a complete, validated ``dict``; any bad name or value raises
+:class:`~derby_envs.core.errors.InvalidParameterError` naming the parameter and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from derby_envs.core.errors import InvalidParameterError
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One game parameter.
+
+    Attributes:
+        name: keyword name.
+        default: value used when the user gives none. A callable receives the other resolved
+            parameters (e.g. ``num_races`` defaults to ``num_players``).
+        kind: ``int``, ``float``, ``bool``, ``str`` or ``object`` (no type check).
+        doc: one line for ``derby-envs list`` and the docs.
+        low, high: inclusive bounds for numbers (``None`` = unbounded).
+        choices: the allowed values, if the parameter is an enumeration.
+        allow_none: whether ``None`` is a valid value.
+    """
+
+    name: str
+    default: Any
+    kind: type
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    choices: Sequence[Any] | None = None
+    allow_none: bool = False
+
+    def allowed(self) -> str:
+        """Human-readable description of the allowed values."""
+        if self.choices is not None:
+            text = "one of " + ", ".join(repr(c) for c in self.choices)
+        elif self.kind in (int, float) and (self.low is not None or self.high is not None):
+            lo = "-inf" if self.low is None else f"{self.low:g}"
+            hi = "inf" if self.high is None else f"{self.high:g}"
+            text = f"{'an integer' if self.kind is int else 'a number'} in [{lo}, {hi}]"
+        else:
+            text = f"a {self.kind.__name__}"
+        return text + (" or None" if self.allow_none else "")
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` converted to the parameter's kind, or raise InvalidParameterError."""
+        if value is None:
+            if self.allow_none:
+                return None
+            raise InvalidParameterError(
+                f"parameter {self.name!r}: got None, expected {self.allowed()}"
+            )
+        if self.kind is bool:
+            if not isinstance(value, bool | int) or value not in (0, 1, True, False):
+                raise InvalidParameterError(
+                    f"parameter {self.name!r}: got {value!r}, expected a bool"
+                )
+            value = bool(value)
+        elif self.kind is int:
+            # bool is an int subclass; True as a player count is a mistake, not a 1.
+            if isinstance(value, bool) or not _is_integral(value):
+                raise InvalidParameterError(
+                    f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                )
+            value = int(value)
+        elif self.kind is float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidParameterError(
+                    f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                )
+            value = float(value)
+        elif self.kind is str and not isinstance(value, str):
+            raise InvalidParameterError(
+                f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+            )
+        if self.choices is not None and value not in self.choices:
+            raise InvalidParameterError(
+                f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+            )
+        if (self.low is not None and value < self.low) or (
+            self.high is not None and value > self.high
+        ):
+            raise InvalidParameterError(
+                f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+            )
+        return value
+
+
+def _is_integral(value: Any) -> bool:
+    try:
+        return int(value) == value and not isinstance(value, str)
+    except (TypeError, ValueError):
+        return False
+
+
+def resolve_params(
+    spec: Sequence[Param],
+    given: Mapping[str, Any],
+    check: Callable[[dict[str, Any]], None] | None = None,
+    *,
+    game: str = "game",
+) -> dict[str, Any]:
+    """Validate ``given`` against ``spec`` and fill in defaults.
+
+    Args:
+        spec: the game's declared parameters, in resolution order (a callable default may use
+            parameters declared before it).
+        given: user keyword arguments.
+        check: optional cross-parameter validation; raise InvalidParameterError inside it.
+        game: game name for error messages.
+    """
+    names = [p.name for p in spec]
+    for key in given:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InvalidParameterError(
+                f"unknown parameter {key!r} for {game}{hint}; known parameters: {', '.join(names)}"
+            )
+    out: dict[str, Any] = {}
+    for p in spec:
+        value = given.get(p.name, _MISSING)
+        if value is _MISSING:
+            value = p.default(out) if callable(p.default) else p.default
+        out[p.name] = p.validate(value)
+    if check is not None:
+        check(out)
+    return out
+
+
+def describe_params(spec: Sequence[Param]) -> list[dict[str, str]]:
+    """Rows (name, default, allowed, doc) for help output and docs."""
+    rows = []
+    for p in spec:
+        default = "(derived)" if callable(p.default) else repr(p.default)
+        rows.append({"name": p.name, "default": default, "allowed": p.allowed(), "doc": p.doc})
+    return rows

@@ -1,0 +1,75 @@
+"""How the environments call a policy (duck-typed, so ``derby_envs`` never imports ``agents``).
+
+A policy is any object with ``act(observation, action_mask, rng) -> int``. A policy that needs
+the engine state (a search agent that re-samples hidden information) sets ``needs_state = True``
+and implements ``act_state(state, player, rng) -> int``; it must then use only what
+``state.resample_hidden(player, rng)`` keeps, never the hidden parts of ``state`` itself.
+
+String names (``"random"``, ``"kd_value"``, ...) are resolved through the ``derby_envs.agents``
+entry-point group, which the ``agents`` package of this distribution declares; other packages
+can add their own policies the same way.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any
+
+import numpy as np
+
+from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.game import Game, State
+
+ENTRY_POINT_GROUP = "derby_envs.agents"
+
+
+class UniformRandomPolicy:
+    """Uniform over the legal actions (built in so the envs work without the agents package)."""
+
+    name = "random"
+    needs_state = False
+
+    def act(
+        self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
+    ) -> int:
+        legal = np.flatnonzero(action_mask)
+        return int(legal[rng.integers(len(legal))])
+
+
+def choose(policy: Any, state: State, player: int, rng: np.random.Generator) -> int:
+    """Ask ``policy`` for ``player``'s action in ``state``."""
+    if getattr(policy, "needs_state", False):
+        return int(policy.act_state(state, player, rng))
+    return int(policy.act(state.observation(player), state.legal_mask(player), rng))
+
+
+def _providers() -> list[Any]:
+    """Modules that provide named policies: ``make_policy(name, game, **kw)`` and
+    ``policy_names(game_name)`` (this distribution's ``agents.registry``, and any plugin)."""
+    return [ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def available_policies(game_name: str) -> list[str]:
+    """Names resolvable by :func:`resolve_policy` for a game."""
+    names = {"random"}
+    for provider in _providers():
+        names.update(provider.policy_names(game_name))
+    return sorted(names)
+
+
+def resolve_policy(spec: Any, game: Game, **kwargs: Any) -> Any:
+    """A policy object from a policy or a registered name (``kwargs`` go to its factory)."""
+    if not isinstance(spec, str):
+        if not hasattr(spec, "act") and not hasattr(spec, "act_state"):
+            raise InvalidParameterError(
+                f"opponent {spec!r} is neither a policy (an object with act()) nor a policy name"
+            )
+        return spec
+    for provider in _providers():
+        if spec in provider.policy_names(game.name):
+            return provider.make_policy(spec, game, **kwargs)
+    if spec == "random":
+        return UniformRandomPolicy()
+    raise InvalidParameterError(
+        f"unknown policy {spec!r} for {game.name}; available: {', '.join(available_policies(game.name))}"
+    )

@@ -1,0 +1,162 @@
+"""Single-agent Gymnasium view of any game: one learner seat, the other seats played by policies.
+
+Built directly on the engine (not on the AEC env) so that a learner's step costs one engine step
+plus the opponents' moves. Works with sb3-contrib's MaskablePPO through ``action_masks()`` and is
+picklable for ``SubprocVecEnv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import gymnasium
+import numpy as np
+
+from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.game import Game, State
+from derby_envs.core.policy import choose, resolve_policy
+
+
+class SingleAgentEnv(gymnasium.Env):
+    """The game seen by one learner.
+
+    Args:
+        num_players: number of seats.
+        opponents: one policy (or registered policy name, e.g. ``"random"``) for every other
+            seat, or a list of ``num_players - 1`` of them (assigned to the other seats in seat
+            order, starting after the learner). Default ``"random"``.
+        learner_seat: a fixed seat, or ``None`` (default) for a uniformly random seat each episode.
+        reward_mode: as in the AEC env; the reward is the change of the learner's return.
+        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        **game_params: the game's own parameters.
+
+    ``info`` carries ``"action_mask"`` and ``"seat"``; at the end also ``"winners"``.
+    """
+
+    game_cls: ClassVar[type[Game]]
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 2}
+
+    def __init__(
+        self,
+        num_players: int | None = None,
+        opponents: Any = "random",
+        learner_seat: int | None = None,
+        reward_mode: str | None = None,
+        render_mode: str | None = None,
+        **game_params: Any,
+    ) -> None:
+        if num_players is not None:
+            game_params["num_players"] = num_players
+        self.game: Game = self.game_cls(**game_params)
+        n = self.game.num_players
+        self.reward_mode = self.game.check_reward_mode(
+            self.game.reward_modes[0] if reward_mode is None else reward_mode
+        )
+        if learner_seat is not None and (
+            isinstance(learner_seat, bool)
+            or not isinstance(learner_seat, int | np.integer)
+            or not 0 <= learner_seat < n
+        ):
+            raise InvalidParameterError(
+                f"parameter 'learner_seat': got {learner_seat!r}, expected None or an integer in [0, {n - 1}]"
+            )
+        self.learner_seat = learner_seat
+        if isinstance(opponents, str) or not isinstance(opponents, Sequence):
+            opponents = [opponents] * (n - 1)
+        if len(opponents) != n - 1:
+            raise InvalidParameterError(
+                f"parameter 'opponents': got {len(opponents)} policies, expected 1 or {n - 1}"
+            )
+        self.opponents = [resolve_policy(o, self.game) for o in opponents]
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise InvalidParameterError(
+                f"parameter 'render_mode': got {render_mode!r}, expected None or one of "
+                + ", ".join(repr(m) for m in self.metadata["render_modes"])
+            )
+        self.render_mode = render_mode
+        low, high = self.game.observation_bounds()
+        self.observation_space = gymnasium.spaces.Box(low=low, high=high, dtype=np.float32)
+        self.action_space = gymnasium.spaces.Discrete(self.game.num_actions)
+        self.game_state: State | None = None
+        self.seat = 0
+        self._seat_policy: dict[int, Any] = {}
+        self._last_return = 0.0
+
+    # ----- Gymnasium API --------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        n = self.game.num_players
+        while True:
+            self.seat = (
+                int(self.np_random.integers(n)) if self.learner_seat is None else self.learner_seat
+            )
+            others = [(self.seat + k) % n for k in range(1, n)]
+            self._seat_policy = dict(zip(others, self.opponents, strict=True))
+            self.game_state = self.game.new_initial_state(int(self.np_random.integers(2**63 - 1)))
+            self._last_return = 0.0  # the episode's rewards sum to the learner's final return
+            self._advance()
+            # A game that ends before the learner ever moves teaches nothing: deal again.
+            if not self.game_state.is_terminal():
+                break
+        return self._obs(), self._info()
+
+    def step(self, action: Any):
+        state = self.game_state
+        if state is None:
+            raise RuntimeError("call reset() before step()")
+        if state.is_terminal():
+            raise RuntimeError("the episode is over; call reset()")
+        state.apply_action(self.seat, action)  # IllegalActionError leaves the state unchanged
+        self._advance()
+        ret = float(state.returns(self.reward_mode)[self.seat])
+        reward = ret - self._last_return
+        self._last_return = ret
+        terminated = state.is_terminal()
+        if self.render_mode == "human":
+            self.render()
+        return self._obs(), reward, terminated, False, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        """Boolean legal-action mask of the learner (MaskablePPO's hook)."""
+        return self.game_state.legal_mask(self.seat).astype(bool)
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gymnasium.logger.warn(
+                "You are calling render method without specifying any render mode."
+            )
+            return None
+        text = self.game_state.render_text(None) if self.game_state else "call reset() first"
+        if self.render_mode == "ansi":
+            return text
+        print(text)
+        return None
+
+    # ----- internals ------------------------------------------------------------------
+    def _advance(self) -> None:
+        """Let the opponents move until the learner must act or the game ends."""
+        state = self.game_state
+        rng = self.np_random
+        while not state.is_terminal():
+            players = state.current_players()
+            if self.seat in players and len(players) == 1:
+                return
+            # In a simultaneous phase the opponents choose first; they cannot see the learner's
+            # pending choice, so the order does not matter. Then the learner is asked.
+            mover = next((p for p in players if p != self.seat), None)
+            if mover is None:
+                return
+            state.apply_action(mover, choose(self._seat_policy[mover], state, mover, rng))
+
+    def _obs(self) -> np.ndarray:
+        return self.game_state.observation(self.seat)
+
+    def _info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "action_mask": self.game_state.legal_mask(self.seat),
+            "seat": self.seat,
+        }
+        if self.game_state.is_terminal():
+            info["winners"] = self.game_state.winners()
+        return info

@@ -1,0 +1,566 @@
+"""Kentucky Derby ("Pasteboard Derby"): the rules engine.
+
+Rules: ``shared/rules/kentucky_derby.md`` (the 1979 encyclopedia text and our documented
+defaults). The four Aces race along a course of 7 face-down cards; each race every player backs
+one horse with the ante and may add a stake to a pari-mutuel pot; the race itself is chance.
+
+**Reconstruction.** The book's movement table (its "Table 1") is lost. The movement tables in
+``data/movement_tables.json`` are our reconstruction (``"default"``: 2 spaces for the Ace's suit,
+1 for its colour, 0 otherwise; ``"steady"``: 3/2/1), replaceable without code changes.
+
+Action table (``num_actions = 4 * (max_stake + 1)``)::
+
+    action = horse * (max_stake + 1) + stake
+    horse: 0 Hearts, 1 Diamonds, 2 Spades, 3 Clubs;  stake: 0..max_stake chips (capped by chips)
+
+Observation (float32 in [0, 1]; seats are relative: index 0 = the observer, 1 = the player on
+its left, ...; chip amounts are divided by the total chips in play, ``T = num_players *
+bankroll``); the slices, in order:
+
+==================  =====  ==========================================================
+name                size   meaning
+==================  =====  ==========================================================
+to_act              1      1 if the observer must bet now
+race                2      races played / num_races, races left / num_races
+dealer              n      one-hot seat of this race's dealer
+chips               n      each player's chips / T
+active              n      1 if the player still plays (0: sat out, could not ante)
+has_bet             n      1 if the player's bet is visible (sequential mode: already bet;
+                           sealed mode: only the observer's own)
+bet_horse           4n     one-hot horse of each visible bet
+bet_stake           n      visible stake / max_stake
+pool                1      ante pool now (antes of this race + carry-over) / T
+stake_pot           1      stake pot now (visible stakes + carry-over) / T
+backers             4      visible backers of each horse / n
+stakes_on           4      visible stakes on each horse / T
+odds                4      pari-mutuel return of one more chip on each horse:
+                           (pot + 1) / (stakes on it + 1) / (T + 1)
+pool_share          4      chips the pool would pay to one more backer of each horse / T
+max_stake           1      the observer's largest legal stake / max_stake
+last_first          4      one-hot winner of the previous race
+last_second         4      one-hot second of the previous race (6+ players)
+==================  =====  ==========================================================
+
+Rewards: ``"win"`` (most chips at the end of the session wins; ties share) or ``"chips"``
+(chips won or lost since the start, paid after every race).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.game import Game, State, win_share_returns
+from derby_envs.core.params import Param
+
+HORSES = ("Hearts", "Diamonds", "Spades", "Clubs")
+SUIT_SYMBOLS = "HDSC"
+RANKS = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
+NUM_CARDS = 48  # the pack without the Aces: card id = suit * 12 + rank index
+COURSE = 7  # course cards; position >= COURSE + 1 is past the post
+DATA_DIR = Path(__file__).parent / "data"
+MAX_DEALS_PER_RACE = 100_000  # a safety net; a race needs ~30 deals
+
+
+def card_name(card: int) -> str:
+    return RANKS[card % 12] + SUIT_SYMBOLS[card // 12]
+
+
+def load_movement_table(name: str) -> np.ndarray:
+    """``moves[horse, card]``: spaces the horse moves when ``card`` is dealt to it.
+
+    ``name`` is a table of ``data/movement_tables.json`` or the path of a JSON file with a
+    ``tables`` mapping of the same layout (its first table is used).
+    """
+    path = Path(name)
+    if name.endswith(".json"):
+        if not path.is_file():
+            raise InvalidParameterError(f"parameter 'movement_table': no such file {name!r}")
+        tables = json.loads(path.read_text())["tables"]
+        spec = next(iter(tables.values()))
+    else:
+        tables = json.loads((DATA_DIR / "movement_tables.json").read_text())["tables"]
+        if name not in tables:
+            raise InvalidParameterError(
+                f"parameter 'movement_table': got {name!r}, expected one of "
+                + ", ".join(repr(t) for t in tables)
+                + " or the path of a .json file"
+            )
+        spec = tables[name]
+    moves = np.zeros((4, NUM_CARDS), np.int16)
+    for horse in range(4):
+        for card in range(NUM_CARDS):
+            suit = card // 12
+            if suit == horse:
+                rel = "same_suit"
+            elif suit // 2 == horse // 2:  # Hearts/Diamonds red, Spades/Clubs black
+                rel = "same_colour"
+            else:
+                rel = "other"
+            v = spec[rel]
+            moves[horse, card] = v[card % 12] if isinstance(v, list) else v
+    if (moves < 0).any():
+        raise InvalidParameterError("parameter 'movement_table': moves must be >= 0")
+    return moves
+
+
+def _movement_tables() -> tuple[str, ...]:
+    return tuple(json.loads((DATA_DIR / "movement_tables.json").read_text())["tables"])
+
+
+class KentuckyDerbyGame(Game):
+    """Kentucky Derby: a session of pari-mutuel horse races run by dealing cards to the Aces."""
+
+    name = "kentucky_derby"
+    display_name = "Kentucky Derby"
+    reward_modes = ("win", "chips")
+    simultaneous = True  # the "sealed" betting mode
+    param_spec = (
+        Param("num_players", 4, int, "number of players", low=3, high=10),
+        Param(
+            "num_races",
+            lambda p: p["num_players"],
+            int,
+            "races in a session (default: one per player, so everyone deals once)",
+            low=1,
+            high=1000,
+        ),
+        Param("bankroll", 20, int, "chips each player starts with", low=1, high=100_000),
+        Param("ante", 1, int, "ante each player puts into the pool every race", low=1, high=1000),
+        Param(
+            "max_stake",
+            3,
+            int,
+            "largest stake on the pari-mutuel pot (0 = ante only)",
+            low=0,
+            high=20,
+        ),
+        Param(
+            "betting",
+            "sequential",
+            str,
+            "'sequential': one at a time from the dealer's left, seeing earlier bets; "
+            "'sealed': all bet at once, revealed together",
+            choices=("sequential", "sealed"),
+        ),
+        Param(
+            "movement_table",
+            "default",
+            str,
+            "movement table (our reconstruction): a name in data/movement_tables.json "
+            "('default' 2/1/0, 'steady' 3/2/1) or a .json path",
+        ),
+        Param(
+            "second_place",
+            "auto",
+            str,
+            "race for second place too: 'auto' (with 6+ players, as the rules say), 'always', 'never'",
+            choices=("auto", "always", "never"),
+        ),
+    )
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        load_movement_table(params["movement_table"])  # raises with the allowed names
+
+    @cached_property
+    def moves(self) -> np.ndarray:
+        return load_movement_table(self.params["movement_table"])
+
+    @property
+    def stake_levels(self) -> int:
+        return self.params["max_stake"] + 1
+
+    @property
+    def num_actions(self) -> int:
+        return 4 * self.stake_levels
+
+    @property
+    def second_place(self) -> bool:
+        mode = self.params["second_place"]
+        return mode == "always" or (mode == "auto" and self.num_players >= 6)
+
+    @property
+    def total_chips(self) -> int:
+        return self.num_players * self.params["bankroll"]
+
+    @cached_property
+    def observation_slices(self) -> dict[str, slice]:
+        n = self.num_players
+        sizes = [
+            ("to_act", 1), ("race", 2), ("dealer", n), ("chips", n), ("active", n),
+            ("has_bet", n), ("bet_horse", 4 * n), ("bet_stake", n), ("pool", 1),
+            ("stake_pot", 1), ("backers", 4), ("stakes_on", 4), ("odds", 4),
+            ("pool_share", 4), ("max_stake", 1), ("last_first", 4), ("last_second", 4),
+        ]  # fmt: skip
+        out, i = {}, 0
+        for name, size in sizes:
+            out[name] = slice(i, i + size)
+            i += size
+        return out
+
+    def action_name(self, action: int) -> str:
+        horse, stake = divmod(int(action), self.stake_levels)
+        return f"back {HORSES[horse]}, stake {stake}"
+
+    def new_initial_state(self, seed: int | None = None) -> KentuckyDerbyState:
+        state = KentuckyDerbyState(self, np.random.default_rng(seed))
+        state._start_race()
+        return state
+
+    def _blank_state(self) -> KentuckyDerbyState:
+        return KentuckyDerbyState(self, np.random.default_rng(0))
+
+
+class KentuckyDerbyState(State):
+    """A session in progress. Public fields are plain ints, lists and numpy arrays."""
+
+    def __init__(self, game: KentuckyDerbyGame, rng: np.random.Generator) -> None:
+        n = game.num_players
+        self.game = game
+        self.rng = rng
+        self.race = 0  # index of the race being bet on / run
+        self.dealer = 0  # seat 0 deals first (stand-in for the high cut)
+        self.chips = np.full(n, game.params["bankroll"], np.int64)
+        self.active = np.ones(n, bool)
+        self.pool = 0  # ante pool incl. carry-over
+        self.pot_carry = 0  # stake pot carried from earlier races
+        self.bet_horse = np.full(n, -1, np.int64)
+        self.bet_stake = np.zeros(n, np.int64)
+        self.to_bet: list[int] = []  # players still to bet, in betting order
+        self.deck: list[int] = []  # this race's shuffled pack: 7 course cards, then the stock
+        self.over = False
+        self.last_first = -1
+        self.last_second = -1
+        self.last_race: dict[str, Any] | None = None  # public record of the previous race
+        self._mask_cache: dict[int, np.ndarray] = {}
+
+    # ----- setup of a race ------------------------------------------------------------
+    def _start_race(self) -> None:
+        g = self.game
+        ante = g.params["ante"]
+        if self.race >= g.params["num_races"]:
+            self.over = True
+            return
+        # A player who cannot pay the ante sits out the rest of the session.
+        self.active &= self.chips >= ante
+        if self.active.sum() < 2:  # [DEFAULT] no race with fewer than two bettors
+            self.over = True
+            return
+        self.dealer = self.race % g.num_players
+        self.chips[self.active] -= ante
+        self.pool += ante * int(self.active.sum())
+        self.bet_horse[:] = -1
+        self.bet_stake[:] = 0
+        n = g.num_players
+        self.to_bet = [
+            (self.dealer + k) % n for k in range(1, n + 1) if self.active[(self.dealer + k) % n]
+        ]
+        self.deck = self.rng.permutation(NUM_CARDS).tolist()
+        self._mask_cache.clear()
+
+    # ----- whose move -----------------------------------------------------------------
+    def current_players(self) -> list[int]:
+        if self.over:
+            return []
+        if self.game.params["betting"] == "sealed":
+            return sorted(self.to_bet)
+        return self.to_bet[:1]
+
+    def is_terminal(self) -> bool:
+        return self.over
+
+    def max_stake(self, player: int) -> int:
+        return int(min(self.game.params["max_stake"], self.chips[player]))
+
+    def legal_mask(self, player: int) -> np.ndarray:
+        mask = self._mask_cache.get(player)
+        if mask is None:
+            g = self.game
+            mask = np.zeros(g.num_actions, np.int8)
+            if player in self.current_players():
+                levels = g.stake_levels
+                top = self.max_stake(player)
+                for h in range(4):
+                    mask[h * levels : h * levels + top + 1] = 1
+            self._mask_cache[player] = mask
+        return mask.copy()
+
+    def is_legal(self, player: int, action: int) -> bool:
+        if player not in self.current_players() or not 0 <= action < self.game.num_actions:
+            return False
+        return action % self.game.stake_levels <= self.max_stake(player)
+
+    def _apply(self, player: int, action: int) -> None:
+        horse, stake = divmod(action, self.game.stake_levels)
+        self.bet_horse[player] = horse
+        self.bet_stake[player] = stake
+        self.chips[player] -= stake
+        self.to_bet.remove(player)
+        self._mask_cache.clear()
+        if not self.to_bet:
+            self._run_race()
+            self.race += 1
+            self._start_race()
+
+    # ----- the race ---------------------------------------------------------------------
+    def _run_race(self) -> None:
+        g = self.game
+        moves = g.moves
+        stock = self.deck[COURSE:][::-1]  # pop() deals from the top
+        dealt: list[int] = []
+        pos = [0, 0, 0, 0]
+        ncards = [0, 0, 0, 0]
+        piles: list[list[int]] = [[], [], [], []]
+        deals = 0
+        reshuffles = 0
+
+        def deal(h: int) -> None:
+            nonlocal stock, deals, reshuffles
+            if not stock:  # [DEFAULT] reshuffle the dealt cards into a new stock
+                stock = self.rng.permutation(dealt).tolist()
+                dealt.clear()
+                reshuffles += 1
+            card = stock.pop()
+            dealt.append(card)
+            piles[h].append(card)
+            pos[h] += int(moves[h, card])
+            ncards[h] += 1
+            deals += 1
+            if deals > MAX_DEALS_PER_RACE:
+                raise RuntimeError("race did not finish: movement table moves nothing?")
+
+        def decide(horses: list[int]) -> int:
+            group = sorted(horses)
+            while True:
+                # "decided only when all horses have had an equal number of cards"
+                most = max(ncards[h] for h in group)
+                for h in group:
+                    while ncards[h] < most:
+                        deal(h)
+                crossed = [h for h in group if pos[h] > COURSE]
+                if crossed:
+                    best = max(pos[h] for h in crossed)
+                    tied = [h for h in crossed if pos[h] == best]
+                    if len(tied) == 1:
+                        return tied[0]
+                    group = tied  # tie-break cards: only the tied horses run on
+                for h in group:
+                    deal(h)
+
+        first = decide([0, 1, 2, 3])
+        second = decide([h for h in range(4) if h != first]) if g.second_place else -1
+        payouts = self._settle(first, second)
+        self.last_first, self.last_second = first, second
+        self.last_race = {
+            "race": self.race,
+            "dealer": self.dealer,
+            "first": first,
+            "second": second,
+            "positions": pos,
+            "piles": [[card_name(c) for c in p] for p in piles],
+            "bets": [[int(h), int(s)] for h, s in zip(self.bet_horse, self.bet_stake, strict=True)],
+            "payouts": payouts,
+            "reshuffles": reshuffles,
+        }
+
+    def _settle(self, first: int, second: int) -> list[int]:
+        g = self.game
+        n = g.num_players
+        paid = [0] * n
+        bettors = [p for p in range(n) if self.bet_horse[p] >= 0]
+        if second >= 0:  # backers of the second horse get their ante back first
+            for p in bettors:
+                if self.bet_horse[p] == second:
+                    self.pool -= g.params["ante"]
+                    paid[p] += g.params["ante"]
+        winners = [p for p in bettors if self.bet_horse[p] == first]
+        if winners:  # odd chips stay in the pool for the next race
+            share = self.pool // len(winners)
+            for p in winners:
+                paid[p] += share
+            self.pool -= share * len(winners)
+        pot = self.pot_carry + int(self.bet_stake.sum())
+        staked = sum(int(self.bet_stake[p]) for p in winners)
+        if staked:  # pari-mutuel: in proportion to stakes, remainder carries over
+            whole = pot
+            for p in winners:
+                win = whole * int(self.bet_stake[p]) // staked
+                paid[p] += win
+                pot -= win
+        self.pot_carry = pot
+        for p in range(n):
+            self.chips[p] += paid[p]
+        return paid
+
+    # ----- outcome --------------------------------------------------------------------
+    def winners(self) -> list[int]:
+        if not self.over:
+            return []
+        top = self.chips.max()
+        return np.flatnonzero(self.chips == top).tolist()
+
+    def returns(self, mode: str = "win") -> np.ndarray:
+        if mode == "chips":
+            return (self.chips - self.game.params["bankroll"]).astype(np.float64)
+        return win_share_returns(self.winners(), self.game.num_players)
+
+    # ----- information ----------------------------------------------------------------
+    def visible_bets(self, player: int) -> np.ndarray:
+        """bool per seat: whose current bet ``player`` can see."""
+        seen = self.bet_horse >= 0
+        if self.game.params["betting"] == "sealed":
+            only = np.zeros_like(seen)
+            only[player] = seen[player]
+            return only
+        return seen
+
+    def observation(self, player: int) -> np.ndarray:
+        g = self.game
+        n = g.num_players
+        T = float(g.total_chips)
+        sl = g.observation_slices
+        obs = np.zeros(g.observation_size, np.float32)
+        order = [(player + k) % n for k in range(n)]  # relative seats
+        obs[sl["to_act"]] = float(player in self.current_players())
+        races = g.params["num_races"]
+        obs[sl["race"]] = (self.race / races, max(races - self.race, 0) / races)
+        obs[sl["dealer"].start + order.index(self.dealer)] = 1.0
+        seen = self.visible_bets(player)
+        # A sealed stake must not show through the chip count: show chips before hidden stakes.
+        chips = self.chips + np.where(seen, 0, self.bet_stake)
+        obs[sl["chips"]] = chips[order] / T
+        obs[sl["active"]] = self.active[order]
+        max_stake = max(g.params["max_stake"], 1)
+        backers = np.zeros(4)
+        stakes_on = np.zeros(4)
+        for k, p in enumerate(order):
+            if seen[p]:
+                h = int(self.bet_horse[p])
+                obs[sl["has_bet"].start + k] = 1.0
+                obs[sl["bet_horse"].start + 4 * k + h] = 1.0
+                obs[sl["bet_stake"].start + k] = self.bet_stake[p] / max_stake
+                backers[h] += 1
+                stakes_on[h] += self.bet_stake[p]
+        pot = self.pot_carry + stakes_on.sum()
+        obs[sl["pool"]] = self.pool / T
+        obs[sl["stake_pot"]] = pot / T
+        obs[sl["backers"]] = backers / n
+        obs[sl["stakes_on"]] = stakes_on / T
+        obs[sl["odds"]] = (pot + 1) / (stakes_on + 1) / (T + 1)
+        obs[sl["pool_share"]] = (self.pool // (backers + 1)) / T
+        if player in self.current_players():
+            obs[sl["max_stake"]] = self.max_stake(player) / max_stake
+        if self.last_first >= 0:
+            obs[sl["last_first"].start + self.last_first] = 1.0
+        if self.last_second >= 0:
+            obs[sl["last_second"].start + self.last_second] = 1.0
+        return obs
+
+    def resample_hidden(self, player: int, rng: np.random.Generator) -> KentuckyDerbyState:
+        """Hidden: the order of this race's pack, others' sealed bets, and all future chance."""
+        s = self.clone()
+        s.rng = np.random.default_rng(rng.integers(2**63 - 1))
+        if not s.over:
+            s.deck = rng.permutation(NUM_CARDS).tolist()
+            if self.game.params["betting"] == "sealed":
+                for p in range(self.game.num_players):
+                    if p != player and s.bet_horse[p] >= 0:
+                        s.chips[p] += s.bet_stake[p]
+                        stake = int(rng.integers(s.max_stake(p) + 1))
+                        s.bet_horse[p] = int(rng.integers(4))
+                        s.bet_stake[p] = stake
+                        s.chips[p] -= stake
+        s._mask_cache.clear()
+        return s
+
+    def render_text(self, player: int | None = None) -> str:
+        g = self.game
+        n = g.num_players
+        lines = [
+            f"Kentucky Derby — race {min(self.race + 1, g.params['num_races'])}/{g.params['num_races']}"
+            + ("  (session over)" if self.over else f"  dealer: player_{self.dealer}"),
+            f"pool {self.pool}  stake pot {self.pot_carry + int(self.bet_stake.sum()) if not self.over else self.pot_carry}",
+        ]
+        seen = self.visible_bets(player) if player is not None else self.bet_horse >= 0
+        for p in range(n):
+            bet = "-"
+            if not self.over and self.bet_horse[p] >= 0:
+                bet = f"{HORSES[self.bet_horse[p]]} +{self.bet_stake[p]}" if seen[p] else "(sealed)"
+            status = "" if self.active[p] else "  sitting out"
+            turn = "  <- to bet" if p in self.current_players() else ""
+            lines.append(f"  player_{p}: {int(self.chips[p]):>4} chips  bet: {bet}{status}{turn}")
+        if self.last_race is not None:
+            lr = self.last_race
+            lines.append(f"last race (race {lr['race'] + 1}):")
+            for h in range(4):
+                track = "." * min(lr["positions"][h], COURSE + 1)
+                place = " 1st" if h == lr["first"] else (" 2nd" if h == lr["second"] else "")
+                lines.append(
+                    f"  {HORSES[h]:<8} |{track:<{COURSE + 1}}| {lr['positions'][h]:>2}{place}"
+                )
+            lines.append(
+                "  payouts: "
+                + ", ".join(f"player_{p} +{c}" for p, c in enumerate(lr["payouts"]) if c)
+            )
+        return "\n".join(lines)
+
+    # ----- copying and saving ---------------------------------------------------------
+    def clone(self) -> KentuckyDerbyState:
+        s = KentuckyDerbyState.__new__(KentuckyDerbyState)
+        s.__dict__.update(self.__dict__)
+        s.rng = np.random.Generator(type(self.rng.bit_generator)())
+        s.rng.bit_generator.state = self.rng.bit_generator.state
+        s.chips = self.chips.copy()
+        s.active = self.active.copy()
+        s.bet_horse = self.bet_horse.copy()
+        s.bet_stake = self.bet_stake.copy()
+        s.to_bet = self.to_bet[:]
+        s.deck = self.deck[:]
+        s._mask_cache = {}
+        return s  # last_race is never mutated, only replaced: sharing it is safe
+
+    def _dump(self) -> dict[str, Any]:
+        return {
+            "race": self.race,
+            "dealer": self.dealer,
+            "chips": self.chips.tolist(),
+            "active": self.active.tolist(),
+            "pool": self.pool,
+            "pot_carry": self.pot_carry,
+            "bet_horse": self.bet_horse.tolist(),
+            "bet_stake": self.bet_stake.tolist(),
+            "to_bet": self.to_bet[:],
+            "deck": self.deck[:],
+            "over": self.over,
+            "last_first": self.last_first,
+            "last_second": self.last_second,
+            "last_race": self.last_race,
+        }
+
+    def _load(self, d: Mapping[str, Any]) -> None:
+        n = self.game.num_players
+        self.race = int(d["race"])
+        self.dealer = int(d["dealer"])
+        self.chips = np.asarray(d["chips"], np.int64)
+        self.active = np.asarray(d["active"], bool)
+        self.pool = int(d["pool"])
+        self.pot_carry = int(d["pot_carry"])
+        self.bet_horse = np.asarray(d["bet_horse"], np.int64)
+        self.bet_stake = np.asarray(d["bet_stake"], np.int64)
+        self.to_bet = [int(p) for p in d["to_bet"]]
+        self.deck = [int(c) for c in d["deck"]]
+        self.over = bool(d["over"])
+        self.last_first = int(d["last_first"])
+        self.last_second = int(d["last_second"])
+        self.last_race = d["last_race"]
+        for arr in (self.chips, self.active, self.bet_horse, self.bet_stake):
+            if arr.shape != (n,):
+                raise ValueError(f"expected {n} seats, got shape {arr.shape}")
+        if sorted(self.deck) != list(range(NUM_CARDS)) and not self.over:
+            raise ValueError("deck is not a permutation of the 48 cards")

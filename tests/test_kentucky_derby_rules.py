@@ -1,0 +1,300 @@
+"""Kentucky Derby rules, one test per rule, on explicit states (stacked decks, set chips)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from derby_envs.core.errors import IllegalActionError, InvalidParameterError
+from derby_envs.games.kentucky_derby.engine import (
+    COURSE,
+    KentuckyDerbyGame,
+    KentuckyDerbyState,
+    load_movement_table,
+)
+
+H, D, S, C = range(4)
+
+
+def card(suit: int, rank_index: int) -> int:
+    """Card id: suit 0..3 (H, D, S, C), rank index 0..11 (2..K)."""
+    return suit * 12 + rank_index
+
+
+class Pack:
+    """Hands out distinct cards of a suit, so a test can script the deal."""
+
+    def __init__(self) -> None:
+        self.left = {s: [card(s, r) for r in range(12)] for s in range(4)}
+
+    def take(self, suit: int) -> int:
+        return self.left[suit].pop(0)
+
+    def rest(self) -> list[int]:
+        return [c for s in range(4) for c in self.left[s]]
+
+
+def stack(state: KentuckyDerbyState, pack: Pack, dealt: list[int]) -> None:
+    """Make ``dealt`` the cards dealt in this race, in order (course and the rest after)."""
+    rest = pack.rest()
+    state.deck = rest[:COURSE] + dealt + rest[COURSE:]
+    assert sorted(state.deck) == list(range(48))
+
+
+def bet(state: KentuckyDerbyState, bets: dict[int, tuple[int, int]]) -> None:
+    """Place every bet of the race (in betting order); the last one runs the race."""
+    levels = state.game.stake_levels
+    race = state.race
+    while state.race == race and not state.is_terminal():
+        p = state.current_players()[0]
+        horse, stake = bets[p]
+        state.apply_action(p, horse * levels + stake)
+
+
+def tie_then_diamonds_deal(pack: Pack) -> list[int]:
+    """Hearts and Diamonds both reach 8 after four rounds (Spades, Clubs get nothing);
+    the tie-break cards give Hearts 0 and Diamonds 2."""
+    dealt = []
+    for _ in range(4):
+        dealt += [pack.take(H), pack.take(D), pack.take(H), pack.take(H)]
+    dealt += [pack.take(C), pack.take(D)]  # tie-break: Hearts +0 (a club), Diamonds +2
+    return dealt
+
+
+def test_movement_table_default_is_suit_colour_other():
+    moves = load_movement_table("default")
+    assert moves[H, card(H, 5)] == 2
+    assert moves[H, card(D, 5)] == 1
+    assert moves[H, card(S, 5)] == 0
+    assert moves[C, card(S, 0)] == 1
+    steady = load_movement_table("steady")
+    assert (steady[S, card(S, 3)], steady[S, card(C, 3)], steady[S, card(H, 3)]) == (3, 2, 1)
+
+
+def test_tie_break_cards_go_only_to_the_tied_horses():
+    game = KentuckyDerbyGame(num_players=4, max_stake=0)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    stack(state, pack, tie_then_diamonds_deal(pack))
+    bet(state, {0: (D, 0), 1: (H, 0), 2: (H, 0), 3: (S, 0)})
+    race = state.last_race
+    assert race["first"] == D
+    assert race["positions"][H] == 8 and race["positions"][D] == 10
+    # Spades and Clubs got exactly the four cards of the regular rounds, no tie-break cards.
+    assert [len(p) for p in race["piles"]] == [5, 5, 4, 4]
+    assert race["payouts"] == [4, 0, 0, 0]  # the whole pool of four antes to the only backer
+
+
+def test_second_place_with_six_players_refunds_the_ante_first():
+    game = KentuckyDerbyGame(num_players=6, max_stake=0)
+    assert game.second_place
+    state = game.new_initial_state(0)
+    pack = Pack()
+    dealt = tie_then_diamonds_deal(pack)
+    # Second place: Hearts (5 cards, at 8, past the post) vs Spades/Clubs (4 cards): they are
+    # dealt up to 5 cards (clubs: Spades +1, Clubs +2 — not past the post), Hearts is second.
+    dealt += [pack.take(C), pack.take(C)]
+    stack(state, pack, dealt)
+    bets = {0: (D, 0), 1: (D, 0), 2: (H, 0), 3: (H, 0), 4: (S, 0), 5: (C, 0)}
+    bet(state, bets)
+    race = state.last_race
+    assert (race["first"], race["second"]) == (D, H)
+    # Pool 6: Hearts backers get their ante back (2), the remaining 4 split by the two winners.
+    assert race["payouts"] == [2, 2, 1, 1, 0, 0]
+    assert state.pool == 6  # emptied, then the next race's six antes
+
+
+def test_no_second_place_with_five_players():
+    game = KentuckyDerbyGame(num_players=5, max_stake=0)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    stack(state, pack, tie_then_diamonds_deal(pack))
+    bet(state, {p: (H, 0) for p in range(4)} | {4: (D, 0)})
+    assert state.last_race["second"] == -1
+    assert state.last_race["payouts"] == [0, 0, 0, 0, 5]
+
+
+def test_pool_split_equally_and_odd_chips_carry_over():
+    game = KentuckyDerbyGame(num_players=4, max_stake=0)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    stack(state, pack, tie_then_diamonds_deal(pack))
+    bet(state, {0: (D, 0), 1: (D, 0), 2: (D, 0), 3: (H, 0)})
+    assert state.last_race["payouts"] == [1, 1, 1, 0]  # 4 // 3 each
+    # The odd chip stayed; the next race's antes join it.
+    assert state.pool == 1 + 4
+
+
+def test_pool_carries_over_when_nobody_backed_the_winner():
+    game = KentuckyDerbyGame(num_players=3, max_stake=0)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    stack(state, pack, tie_then_diamonds_deal(pack))
+    bet(state, {0: (H, 0), 1: (S, 0), 2: (C, 0)})
+    assert state.last_race["payouts"] == [0, 0, 0]
+    assert state.pool == 3 + 3
+
+
+def test_stake_pot_is_pari_mutuel_with_carry_over():
+    game = KentuckyDerbyGame(num_players=4, max_stake=3)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    stack(state, pack, tie_then_diamonds_deal(pack))
+    before = state.chips.copy()
+    bet(state, {0: (D, 3), 1: (D, 1), 2: (H, 2), 3: (S, 0)})
+    # Stake pot 6 paid to Diamonds stakers 3:1 -> 6*3//4 = 4 and 6*1//4 = 1; 1 chip carries.
+    # The ante pool (4) is split by the two Diamonds backers.
+    assert state.last_race["payouts"] == [2 + 4, 2 + 1, 0, 0]
+    assert state.pot_carry == 1
+    next_ante = 1
+    assert list(state.chips - before) == [-3 + 6 - next_ante, -1 + 3 - next_ante, -2 - 1, -1]
+
+
+def test_stake_pot_carries_over_when_nobody_staked_on_the_winner():
+    game = KentuckyDerbyGame(num_players=3, max_stake=3)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    stack(state, pack, tie_then_diamonds_deal(pack))
+    bet(state, {0: (D, 0), 1: (H, 3), 2: (S, 2)})
+    assert state.last_race["payouts"] == [3, 0, 0]  # the ante pool only
+    assert state.pot_carry == 5
+
+
+def test_stake_is_capped_by_the_chips_left():
+    game = KentuckyDerbyGame(num_players=3, max_stake=3, bankroll=3)
+    state = game.new_initial_state(0)
+    p = state.current_players()[0]
+    assert state.chips[p] == 2  # after the ante
+    mask = state.legal_mask(p)
+    levels = game.stake_levels
+    assert [int(mask[h * levels + s]) for h in range(1) for s in range(4)] == [1, 1, 1, 0]
+    with pytest.raises(IllegalActionError):
+        state.apply_action(p, 3)
+
+
+def test_a_broke_player_sits_out_and_the_session_ends_below_two_bettors():
+    game = KentuckyDerbyGame(num_players=3, max_stake=0, bankroll=1, num_races=3)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    stack(state, pack, tie_then_diamonds_deal(pack))
+    bet(state, {0: (D, 0), 1: (H, 0), 2: (S, 0)})
+    # Players 1 and 2 lost their only chip: they sit out; one bettor left: no more races.
+    assert list(state.chips) == [3, 0, 0]
+    assert state.is_terminal() and state.winners() == [0]
+
+    game = KentuckyDerbyGame(num_players=4, max_stake=0, bankroll=1, num_races=3)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    stack(state, pack, tie_then_diamonds_deal(pack))
+    bet(state, {0: (D, 0), 1: (D, 0), 2: (H, 0), 3: (S, 0)})
+    assert list(state.active) == [True, True, False, False]
+    # Race 2: dealer 1; betting from its left skips the broke seats 2 and 3: 0 then 1.
+    assert state.to_bet == [0, 1] and state.current_players() == [0]
+    assert not state.is_terminal()
+
+
+def test_stock_reshuffle_when_the_pack_runs_out(tmp_path):
+    # A table where only the Ace's own suit moves it, one space: a race needs far more than
+    # the 41 stock cards, so the dealt cards are reshuffled into a new stock.
+    table = {"tables": {"slow": {"same_suit": 1, "same_colour": 0, "other": 0}}}
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps(table))
+    game = KentuckyDerbyGame(num_players=3, max_stake=0, movement_table=str(path), num_races=1)
+    state = game.new_initial_state(1)
+    bet(state, {0: (H, 0), 1: (D, 0), 2: (S, 0)})
+    race = state.last_race
+    assert race["reshuffles"] >= 1
+    assert max(race["positions"]) > COURSE
+    assert sum(state.chips) + state.pool + state.pot_carry == 3 * 20
+
+
+def test_winner_decided_only_after_equal_cards_furthest_past_the_post():
+    # 'steady' table (3/2/1). Hearts is past the post on its 3rd card (8), but Clubs, dealt
+    # after it in the same round, gets its 3rd card too and goes further (9): Clubs wins.
+    game = KentuckyDerbyGame(num_players=3, max_stake=0, movement_table="steady")
+    state = game.new_initial_state(0)
+    pack = Pack()
+    rounds = [(H, S, H, C), (H, S, H, C), (D, S, H, C)]  # cards for Hearts, Diamonds, Spades, Clubs
+    dealt = [pack.take(suit) for rnd in rounds for suit in rnd]
+    stack(state, pack, dealt)
+    bet(state, {0: (H, 0), 1: (D, 0), 2: (C, 0)})
+    race = state.last_race
+    assert race["positions"] == [8, 3, 3, 9]
+    assert [len(p) for p in race["piles"]] == [3, 3, 3, 3]
+    assert race["first"] == C
+    assert race["payouts"] == [0, 0, 3]
+
+
+def test_bad_parameters_are_named():
+    with pytest.raises(InvalidParameterError, match="num_players.*\\[3, 10\\]"):
+        KentuckyDerbyGame(num_players=2)
+    with pytest.raises(InvalidParameterError, match="betting"):
+        KentuckyDerbyGame(betting="blind")
+    with pytest.raises(InvalidParameterError, match="movement_table"):
+        KentuckyDerbyGame(movement_table="fast")
+    with pytest.raises(InvalidParameterError, match="did you mean 'max_stake'"):
+        KentuckyDerbyGame(max_stakes=2)
+    with pytest.raises(InvalidParameterError, match="num_players"):
+        KentuckyDerbyGame(num_players=True)
+
+
+def test_illegal_action_names_the_legal_ones_and_changes_nothing():
+    game = KentuckyDerbyGame(num_players=3)
+    state = game.new_initial_state(3)
+    before = json.dumps(state.to_dict())
+    p = state.current_players()[0]
+    other = (p + 1) % 3
+    with pytest.raises(IllegalActionError, match="legal actions: \\[0 \\(back Hearts, stake 0\\)"):
+        state.apply_action(p, 99)
+    with pytest.raises(IllegalActionError, match="no move now"):
+        state.apply_action(other, 0)
+    with pytest.raises(IllegalActionError):
+        state.apply_action(p, 1.5)
+    assert json.dumps(state.to_dict()) == before
+    assert isinstance(IllegalActionError(0, 1, [2]), ValueError)
+
+
+def test_chips_are_conserved_and_a_mover_always_has_a_legal_action():
+    rng = np.random.default_rng(7)
+    for n in (3, 6, 10):
+        for betting in ("sequential", "sealed"):
+            game = KentuckyDerbyGame(num_players=n, betting=betting, bankroll=4)
+            for seed in range(40):
+                state = game.new_initial_state(seed)
+                _check_invariants_through(state, rng)
+
+
+def _check_invariants_through(state: KentuckyDerbyState, rng: np.random.Generator) -> None:
+    g = state.game
+    total = g.num_players * g.params["bankroll"]
+    while not state.is_terminal():
+        assert sum(state.chips) + state.pool + state.pot_carry + sum(state.bet_stake) == total
+        assert (state.chips >= 0).all()
+        players = state.current_players()
+        assert players
+        for p in players:
+            legal = state.legal_actions(p)
+            assert legal, f"player {p} must act but has no legal action"
+        p = players[0]
+        legal = state.legal_actions(p)
+        state.apply_action(p, legal[rng.integers(len(legal))])
+    assert sum(state.chips) + state.pool + state.pot_carry == total
+    assert state.winners()
+
+
+@pytest.mark.slow
+def test_chips_are_conserved_over_thousands_of_games():
+    rng = np.random.default_rng(11)
+    games = 0
+    for n in range(3, 11):
+        for betting in ("sequential", "sealed"):
+            for max_stake in (0, 3):
+                game = KentuckyDerbyGame(
+                    num_players=n, betting=betting, max_stake=max_stake, bankroll=5
+                )
+                for seed in range(150):
+                    _check_invariants_through(game.new_initial_state(seed), rng)
+                    games += 1
+    assert games == 8 * 2 * 2 * 150

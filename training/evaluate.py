@@ -1,0 +1,276 @@
+"""Seat-rotated tournaments with common random numbers, confidence intervals and ratings.
+
+A tournament plays a *lineup* (one agent per seat, e.g. ``["ppo.zip", "kd_value", "kd_value",
+"kd_value", "kd_value"]``) over many deal seeds. Every deal seed is played in every seat
+arrangement that matters (all distinct permutations of the lineup when there are at most
+``max_arrangements`` of them, else the ``n`` cyclic rotations), so every agent sits in every seat
+equally often and all agents face the same deals (common random numbers: the game's chance
+comes from the deal seed; an agent's own randomness from a seed derived from the deal and the
+seat).
+
+Reported per agent label: games, win share (a shared win counts 1/k) with a 95% Wilson
+interval, mean score on the game's own scale (chips, ticket score, Derby wins), rank
+distribution (1 = best, ties share the better rank), and an OpenSkill (Plackett-Luce) rating
+over all games. Output: Markdown table (printed), CSV and JSON.
+
+Command line: ``derby-envs evaluate --game kentucky_derby --lineup kd_value random random
+--games 300`` (see ``--help``).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.registry import make_policy
+from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.game import Game
+from derby_envs.core.policy import choose
+
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a proportion (``successes`` may be fractional: shared wins)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def arrangements(lineup: Sequence[str], max_arrangements: int = 24) -> list[tuple[int, ...]]:
+    """Seat arrangements to play each deal in: tuples ``seat -> lineup index``.
+
+    All distinct permutations (as labels) if there are at most ``max_arrangements``, otherwise
+    the cyclic rotations; either way every lineup entry sits in every seat equally often.
+    """
+    n = len(lineup)
+    distinct: dict[tuple[str, ...], tuple[int, ...]] = {}
+    count = math.factorial(n)
+    for label in set(lineup):
+        count //= math.factorial(lineup.count(label))
+    if count <= max_arrangements:
+        for perm in itertools.permutations(range(n)):
+            key = tuple(lineup[i] for i in perm)
+            distinct.setdefault(key, perm)
+        return sorted(distinct.values())
+    return [tuple((i + r) % n for i in range(n)) for r in range(n)]
+
+
+def load_agent(spec: str, game: Game) -> Any:
+    """A policy from an agent name (``random``, ``kd_value``, ``search``, ...) or a PPO ``.zip``."""
+    if spec.endswith(".zip"):
+        from agents.ppo import PPOPolicy
+
+        return PPOPolicy.load(spec, game)
+    return make_policy(spec, game)
+
+
+@dataclass
+class AgentStats:
+    label: str
+    games: int = 0
+    wins: float = 0.0
+    score_sum: float = 0.0
+    ranks: list[int] = field(default_factory=list)
+
+    def row(self, n_players: int) -> dict[str, Any]:
+        lo, hi = wilson_interval(self.wins, self.games)
+        dist = np.bincount(np.array(self.ranks, int) - 1, minlength=n_players) / max(self.games, 1)
+        return {
+            "agent": self.label,
+            "games": self.games,
+            "win_share": self.wins / max(self.games, 1),
+            "win_lo95": lo,
+            "win_hi95": hi,
+            "mean_score": self.score_sum / max(self.games, 1),
+            "rank_dist": [round(float(x), 4) for x in dist],
+        }
+
+
+@dataclass
+class TournamentResult:
+    game: str
+    params: dict[str, Any]
+    lineup: list[str]
+    deals: int
+    games: int
+    score_mode: str
+    seconds: float
+    rows: list[dict[str, Any]]
+
+    def markdown(self) -> str:
+        head = (
+            f"{self.game} {json.dumps(self.params, sort_keys=True)}: {self.games} games "
+            f"({self.deals} deals x {self.games // max(self.deals, 1)} seat arrangements), "
+            f"fair share 1/{len(self.lineup)} = {1 / len(self.lineup):.3f}\n\n"
+        )
+        lines = [
+            f"| agent | games | win share | 95% CI | mean {self.score_mode} | rating (mu ± sigma) | rank 1..{len(self.lineup)} |",
+            "|---|---:|---:|---|---:|---:|---|",
+        ]
+        for r in self.rows:
+            lines.append(
+                f"| {r['agent']} | {r['games']} | {r['win_share']:.3f} | "
+                f"[{r['win_lo95']:.3f}, {r['win_hi95']:.3f}] | {r['mean_score']:.2f} | "
+                f"{r['rating_mu']:.1f} ± {r['rating_sigma']:.1f} | "
+                + " ".join(f"{x:.2f}" for x in r["rank_dist"])
+                + " |"
+            )
+        return head + "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+    def save(self, out_dir: str | Path) -> list[Path]:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = f"{self.game}_{len(self.lineup)}p"
+        paths = [out / f"{stem}.md", out / f"{stem}.csv", out / f"{stem}.json"]
+        paths[0].write_text(self.markdown() + "\n")
+        with paths[1].open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(self.rows[0]))
+            w.writeheader()
+            for r in self.rows:
+                w.writerow({**r, "rank_dist": " ".join(map(str, r["rank_dist"]))})
+        paths[2].write_text(json.dumps(self.to_json(), indent=2) + "\n")
+        return paths
+
+
+def ranks_of(scores: np.ndarray, winners: Sequence[int]) -> list[int]:
+    """Competition ranks (1 = best, ties share the better rank); winners always rank 1."""
+    order = np.array(scores, dtype=float).copy()
+    if winners:  # special wins (e.g. Demolition Derby's Commander) trump the score scale
+        order[list(winners)] = np.inf
+    return [1 + int(np.sum(order > order[p])) for p in range(len(order))]
+
+
+def play_game(
+    game: Game, seat_policies: Sequence[Any], seed: int, agent_seed: Sequence[int]
+) -> dict[str, Any]:
+    """One game; returns winners, per-seat scores on the game's scale and per-seat ranks."""
+    state = game.new_initial_state(seed)
+    rngs = [np.random.default_rng([*agent_seed, seat]) for seat in range(game.num_players)]
+    steps = 0
+    while not state.is_terminal():
+        p = state.current_players()[0]
+        state.apply_action(p, choose(seat_policies[p], state, p, rngs[p]))
+        steps += 1
+    winners = state.winners()
+    scores = state.returns(game.reward_modes[-1])
+    return {
+        "winners": winners,
+        "scores": scores,
+        "ranks": ranks_of(scores, winners),
+        "steps": steps,
+    }
+
+
+def run_tournament(
+    game: Game,
+    lineup: Sequence[str],
+    deals: int,
+    seed: int = 0,
+    max_arrangements: int = 24,
+    progress: bool = True,
+    policies: dict[str, Any] | None = None,
+) -> TournamentResult:
+    """Play ``deals`` deal seeds, each in every seat arrangement; see the module docstring.
+
+    ``policies`` may map labels to ready policy objects (otherwise each label is loaded with
+    :func:`load_agent`).
+    """
+    n = game.num_players
+    if len(lineup) != n:
+        raise InvalidParameterError(
+            f"lineup has {len(lineup)} agents but the game has {n} seats; give one agent per seat"
+        )
+    if deals < 1:
+        raise InvalidParameterError(f"parameter 'deals': got {deals!r}, expected an integer >= 1")
+    policies = dict(policies or {})
+    for label in lineup:
+        if label not in policies:
+            policies[label] = load_agent(label, game)
+    arr = arrangements(lineup, max_arrangements)
+    stats = {label: AgentStats(label) for label in dict.fromkeys(lineup)}
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    ratings = {label: model.rating(name=label) for label in stats}
+    total = deals * len(arr)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc=f"{game.name} tournament", unit="game", leave=False)
+    t0 = time.perf_counter()
+    for d in range(deals):
+        deal_seed = seed * 1_000_003 + d
+        for a_idx, perm in enumerate(arr):
+            labels = [lineup[i] for i in perm]
+            res = play_game(game, [policies[x] for x in labels], deal_seed, (deal_seed, a_idx))
+            k = len(res["winners"])
+            for seat, label in enumerate(labels):
+                st = stats[label]
+                st.games += 1
+                st.wins += (1.0 / k) if seat in res["winners"] else 0.0
+                st.score_sum += float(res["scores"][seat])
+                st.ranks.append(res["ranks"][seat])
+            _rate(model, ratings, labels, res["ranks"])
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    rows = []
+    for label, st in stats.items():
+        row = st.row(n)
+        row["rating_mu"] = float(ratings[label].mu)
+        row["rating_sigma"] = float(ratings[label].sigma)
+        rows.append(row)
+    rows.sort(key=lambda r: -r["rating_mu"])
+    return TournamentResult(
+        game=game.name,
+        params=dict(game.params),
+        lineup=list(lineup),
+        deals=deals,
+        games=total,
+        score_mode=game.reward_modes[-1],
+        seconds=time.perf_counter() - t0,
+        rows=rows,
+    )
+
+
+def _rate(model: Any, ratings: dict[str, Any], labels: list[str], ranks: list[int]) -> None:
+    """One OpenSkill update; seats played by the same agent average their updates."""
+    if len(set(labels)) < 2:
+        return
+    new = model.rate([[ratings[x]] for x in labels], ranks=ranks)
+    for label in set(labels):
+        mine = [new[i][0] for i, x in enumerate(labels) if x == label]
+        r = ratings[label]
+        r.mu = float(np.mean([m.mu for m in mine]))
+        r.sigma = float(np.mean([m.sigma for m in mine]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from training.cli import main as cli_main
+
+    return cli_main(["evaluate", *(argv or [])])
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))
