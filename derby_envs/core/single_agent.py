@@ -27,6 +27,9 @@ class SingleAgentEnv(gymnasium.Env):
             seat, or a list of ``num_players - 1`` of them (assigned to the other seats in seat
             order, starting after the learner). Default ``"random"``.
         learner_seat: a fixed seat, or ``None`` (default) for a uniformly random seat each episode.
+
+    An opponent policy may define ``new_episode(rng)``; it is called at every reset (an opponent
+    pool uses it to draw the member that plays this episode).
         reward_mode: as in the AEC env; the reward is the change of the learner's return.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
         **game_params: the game's own parameters.
@@ -91,6 +94,10 @@ class SingleAgentEnv(gymnasium.Env):
             self.seat = (
                 int(self.np_random.integers(n)) if self.learner_seat is None else self.learner_seat
             )
+            for policy in self.opponents:  # e.g. an opponent pool draws this episode's member
+                hook = getattr(policy, "new_episode", None)
+                if hook is not None:
+                    hook(self.np_random)
             others = [(self.seat + k) % n for k in range(1, n)]
             self._seat_policy = dict(zip(others, self.opponents, strict=True))
             self.game_state = self.game.new_initial_state(int(self.np_random.integers(2**63 - 1)))
