@@ -21,6 +21,7 @@ from pettingzoo import AECEnv
 
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game, State
+from derby_envs.core.render import render_rgb
 
 ILLEGAL_ACTION_MODES = ("raise", "penalize")
 
@@ -113,6 +114,8 @@ class GameEnvMixin:
                 "You are calling render method without specifying any render mode."
             )
             return None
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game, self.game_state)
         if self.game_state is None:
             text = f"{self.game.display_name}: call reset() first"
         else:
@@ -139,7 +142,8 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
             offender gets ``illegal_reward`` and every other player 0 for that step (as
             PettingZoo's ``TerminateIllegalWrapper``), with ``info["illegal_action"] = True``.
         illegal_reward: the offender's reward under ``"penalize"`` (default -1).
-        render_mode: ``None``, ``"ansi"`` (``render()`` returns the text) or ``"human"`` (prints it).
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns the text), ``"human"`` (prints
+            it) or ``"rgb_array"`` (an ``HxWx3`` uint8 picture of the table).
         **game_params: the game's own parameters.
 
     Observations are ``{"observation": Box(float32), "action_mask": Box(int8)}``; the mask is all
@@ -149,7 +153,7 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
 
     game_cls: ClassVar[type[Game]]
     metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["ansi", "human"],
+        "render_modes": ["ansi", "human", "rgb_array"],
         "name": "derby_env",
         "is_parallelizable": True,
         "render_fps": 2,

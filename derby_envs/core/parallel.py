@@ -24,7 +24,7 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
 
     game_cls: ClassVar[type[Game]]
     metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["ansi", "human"],
+        "render_modes": ["ansi", "human", "rgb_array"],
         "name": "derby_parallel_env",
         "render_fps": 2,
     }

@@ -16,6 +16,7 @@ import numpy as np
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.game import Game, State
 from derby_envs.core.policy import choose, resolve_policy
+from derby_envs.core.render import render_rgb
 
 
 class SingleAgentEnv(gymnasium.Env):
@@ -38,7 +39,10 @@ class SingleAgentEnv(gymnasium.Env):
     """
 
     game_cls: ClassVar[type[Game]]
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 2}
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "human", "rgb_array"],
+        "render_fps": 2,
+    }
 
     def __init__(
         self,
@@ -128,12 +132,14 @@ class SingleAgentEnv(gymnasium.Env):
         """Boolean legal-action mask of the learner (MaskablePPO's hook)."""
         return self.game_state.legal_mask(self.seat).astype(bool)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
             gymnasium.logger.warn(
                 "You are calling render method without specifying any render mode."
             )
             return None
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game, self.game_state)
         text = self.game_state.render_text(None) if self.game_state else "call reset() first"
         if self.render_mode == "ansi":
             return text

@@ -1,0 +1,56 @@
+"""``rgb_array`` rendering: a game's own picture if it has one, else its text drawn as an image.
+
+A game provides a picture by a module ``derby_envs.games.<name>.render`` with
+``render_rgb(state) -> np.ndarray`` (``HxWx3`` uint8). Pillow draws both.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+
+import numpy as np
+
+from derby_envs.core.game import Game, State
+
+BACKGROUND = (24, 28, 36)
+FOREGROUND = (230, 230, 230)
+
+
+@cache
+def _game_renderer(game_name: str):
+    try:
+        module = importlib.import_module(f"derby_envs.games.{game_name}.render")
+    except ModuleNotFoundError:
+        return None
+    return getattr(module, "render_rgb", None)
+
+
+def text_to_rgb(text: str, scale: int = 1) -> np.ndarray:
+    """The text in Pillow's built-in monospace font, light on dark."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default()
+    lines = text.splitlines() or [""]
+    # the default bitmap font is 6x11 px per character; measure anyway (newer Pillow differs)
+    box = font.getbbox("M")
+    cw, ch = max(box[2] - box[0], 6), max(box[3] - box[1], 11) + 3
+    width = 16 + cw * max(len(line) for line in lines)
+    height = 16 + ch * len(lines)
+    img = Image.new("RGB", (width, height), BACKGROUND)
+    draw = ImageDraw.Draw(img)
+    for i, line in enumerate(lines):
+        draw.text((8, 8 + i * ch), line, fill=FOREGROUND, font=font)
+    if scale > 1:
+        img = img.resize((width * scale, height * scale), Image.NEAREST)
+    return np.asarray(img, dtype=np.uint8).copy()
+
+
+def render_rgb(game: Game, state: State | None) -> np.ndarray:
+    """An ``HxWx3`` uint8 picture of ``state`` (omniscient spectator view)."""
+    if state is None:
+        return text_to_rgb(f"{game.display_name}: call reset() first")
+    renderer = _game_renderer(game.name)
+    if renderer is not None:
+        return renderer(state)
+    return text_to_rgb(state.render_text(None))
