@@ -79,6 +79,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(quick=args.quick)
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from training.bench import markdown, run_bench, save
+
+    result = run_bench(
+        quick=args.quick, repeats=args.repeats, seconds=args.seconds, train=not args.no_train
+    )
+    print()
+    print(markdown(result))
+    print(f"\nwrote {save(result, args.json)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="derby-envs", description="derby-envs: Derby tabletop games for reinforcement learning"
@@ -116,6 +128,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="directory for the .md/.csv/.json results")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser(
+        "bench", help="speed of engines and envs vs PettingZoo's connect_four and leduc_holdem"
+    )
+    p.add_argument("--quick", action="store_true", help="seconds-long smoke run (what CI runs)")
+    p.add_argument(
+        "--repeats", type=int, default=None, help="timed windows per figure (median; default 5)"
+    )
+    p.add_argument(
+        "--seconds", type=float, default=None, help="length of a timed window (default 1.0)"
+    )
+    p.add_argument("--no-train", action="store_true", help="skip the MaskablePPO training figures")
+    p.add_argument("--json", default="runs/bench.json", help="where to write the JSON result")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

@@ -4,6 +4,8 @@ A policy is any object with ``act(observation, action_mask, rng) -> int``. A pol
 the engine state (a search agent that re-samples hidden information) sets ``needs_state = True``
 and implements ``act_state(state, player, rng) -> int``; it must then use only what
 ``state.resample_hidden(player, rng)`` keeps, never the hidden parts of ``state`` itself.
+A policy that looks only at the mask may set ``uses_observation = False`` (it then receives
+``None`` as the observation, which saves building it).
 
 String names (``"random"``, ``"kd_value"``, ...) are resolved through the ``derby_envs.agents``
 entry-point group, which the ``agents`` package of this distribution declares; other packages
@@ -28,6 +30,7 @@ class UniformRandomPolicy:
 
     name = "random"
     needs_state = False
+    uses_observation = False  # lets `choose` skip building the observation
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
@@ -40,7 +43,9 @@ def choose(policy: Any, state: State, player: int, rng: np.random.Generator) -> 
     """Ask ``policy`` for ``player``'s action in ``state``."""
     if getattr(policy, "needs_state", False):
         return int(policy.act_state(state, player, rng))
-    return int(policy.act(state.observation(player), state.legal_mask(player), rng))
+    # A policy that declares ``uses_observation = False`` gets None instead of a built vector.
+    obs = state.observation(player) if getattr(policy, "uses_observation", True) else None
+    return int(policy.act(obs, state.legal_mask(player), rng))
 
 
 def _providers() -> list[Any]:

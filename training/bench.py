@@ -1,0 +1,308 @@
+"""``derby-envs bench``: how fast the engines and envs are, against PettingZoo's classic games.
+
+Everything is timed in one run on the same machine with the same random-legal-play loop:
+
+* per game and player count: raw engine steps/s and games/s (``State.apply_action`` with a
+  uniformly random legal action), the AEC env through ``pettingzoo.make`` (the standard
+  ``agent_iter``/``last``/``step`` loop), and the Gymnasium single-agent view (random learner
+  actions, random opponents);
+* the references: PettingZoo's ``classic/connect_four-v3`` and ``classic/leduc_holdem-v4``
+  through ``pettingzoo.make``, same AEC loop;
+* each figure's ratio to connect_four-v3's AEC steps/s (the ratio is the robust number on a
+  noisy machine: both sides are measured minutes apart in the same process);
+* MaskablePPO training env-steps/s per game at ``n_envs`` 1 and 8 (DummyVecEnv), with
+  connect_four-v3 (learner vs a random opponent) under the same settings as the reference.
+
+Figures are medians of ``--repeats`` timed windows of ``--seconds`` each. ``--quick`` is a
+seconds-long smoke version (CI runs it).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pettingzoo
+
+import derby_envs
+from derby_envs.registry import GAMES, available_games, make_game
+
+PLAYER_COUNTS = {"derby": (3, 4, 5), "kentucky_derby": (3, 6, 10), "demolition_derby": (2, 4, 6)}
+REFERENCES = ("classic/connect_four_v3", "classic/leduc_holdem_v4")
+REFERENCE = "classic/connect_four_v3"
+
+
+def _median_rate(fn: Callable[[float], tuple[int, int]], seconds: float, repeats: int) -> dict:
+    """Run ``fn(seconds) -> (steps, games)`` ``repeats`` times; medians of the rates."""
+    steps_rates, games_rates = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        steps, games = fn(seconds)
+        dt = time.perf_counter() - t0
+        steps_rates.append(steps / dt)
+        games_rates.append(games / dt)
+    return {
+        "steps_per_s": statistics.median(steps_rates),
+        "games_per_s": statistics.median(games_rates),
+        "repeats": repeats,
+    }
+
+
+def engine_loop(game_name: str, num_players: int) -> Callable[[float], tuple[int, int]]:
+    game = make_game(game_name, num_players=num_players)
+    rng = np.random.default_rng(0)
+    seed = iter(range(10**9))
+
+    def run(seconds: float) -> tuple[int, int]:
+        steps = games = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            state = game.new_initial_state(next(seed))
+            while not state.is_terminal():
+                p = state.current_players()[0]
+                legal = np.flatnonzero(state.legal_mask(p))
+                state.apply_action(p, int(legal[rng.integers(legal.size)]))
+                steps += 1
+            games += 1
+        return steps, games
+
+    return run
+
+
+def aec_loop(env: Any) -> Callable[[float], tuple[int, int]]:
+    """PettingZoo's standard AEC loop with random legal actions."""
+    rng = np.random.default_rng(0)
+    seed = iter(range(10**9))
+
+    def run(seconds: float) -> tuple[int, int]:
+        steps = games = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            env.reset(seed=next(seed))
+            for _agent in env.agent_iter():
+                obs, _reward, term, trunc, _info = env.last()
+                if term or trunc:
+                    action = None
+                else:
+                    legal = np.flatnonzero(obs["action_mask"])
+                    action = int(legal[rng.integers(legal.size)])
+                    steps += 1
+                env.step(action)
+            games += 1
+        return steps, games
+
+    return run
+
+
+def gym_loop(env: gymnasium.Env) -> Callable[[float], tuple[int, int]]:
+    rng = np.random.default_rng(0)
+    seed = iter(range(10**9))
+
+    def run(seconds: float) -> tuple[int, int]:
+        steps = games = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            env.reset(seed=next(seed))
+            done = False
+            while not done:
+                legal = np.flatnonzero(env.unwrapped.action_masks())
+                _, _, term, trunc, _ = env.step(int(legal[rng.integers(legal.size)]))
+                done = term or trunc
+                steps += 1
+            games += 1
+        return steps, games
+
+    return run
+
+
+class AECvsRandom(gymnasium.Env):
+    """Any PettingZoo AEC env with action masks as a single-agent Gymnasium env: the learner
+    is the first agent, every other agent plays uniformly random legal moves. Used to train
+    MaskablePPO on connect_four-v3 as the speed reference."""
+
+    def __init__(self, env_id: str, **kwargs: Any) -> None:
+        self.env = pettingzoo.make("aec", env_id, **kwargs)
+        self.env.reset(seed=0)
+        self.learner = self.env.possible_agents[0]
+        obs_space = self.env.observation_space(self.learner)["observation"]
+        self.observation_space = gymnasium.spaces.Box(
+            low=0.0, high=1.0, shape=(int(np.prod(obs_space.shape)),), dtype=np.float32
+        )
+        self.action_space = self.env.action_space(self.learner)
+        self._rng = np.random.default_rng(0)
+        self._mask = None
+
+    def _advance(self) -> tuple[np.ndarray, float, bool]:
+        reward = 0.0
+        for agent in self.env.agent_iter():
+            obs, rew, term, trunc, _ = self.env.last()
+            if agent == self.learner:
+                reward += rew
+                if term or trunc:
+                    return np.zeros(self.observation_space.shape, np.float32), reward, True
+                self._mask = obs["action_mask"]
+                return obs["observation"].astype(np.float32).ravel(), reward, False
+            if term or trunc:
+                self.env.step(None)
+            else:
+                legal = np.flatnonzero(obs["action_mask"])
+                self.env.step(int(legal[self._rng.integers(legal.size)]))
+        return np.zeros(self.observation_space.shape, np.float32), reward, True
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.env.reset(seed=seed)
+        obs, _, _ = self._advance()
+        return obs, {}
+
+    def step(self, action: Any):
+        self.env.step(int(action))
+        obs, reward, done = self._advance()
+        return obs, reward, done, False, {}
+
+    def action_masks(self) -> np.ndarray:
+        return np.asarray(self._mask, bool)
+
+
+def ppo_steps_per_s(make_env: Callable[[], gymnasium.Env], n_envs: int, timesteps: int) -> float:
+    """MaskablePPO env-steps/s over one ``learn`` call (rollouts + updates), DummyVecEnv."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    torch.set_num_threads(1)
+    vec = DummyVecEnv([make_env for _ in range(n_envs)])
+    n_steps = max(64, timesteps // n_envs // 2)
+    model = MaskablePPO(
+        "MlpPolicy",
+        vec,
+        n_steps=n_steps,
+        batch_size=64,
+        n_epochs=2,
+        seed=0,
+        verbose=0,
+        device="cpu",
+    )
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=timesteps)
+    rate = model.num_timesteps / (time.perf_counter() - t0)
+    vec.close()
+    return rate
+
+
+def run_bench(
+    quick: bool = False,
+    repeats: int | None = None,
+    seconds: float | None = None,
+    train: bool = True,
+    games: list[str] | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Measure everything; returns the JSON-ready result (see the module docstring)."""
+    repeats = repeats or (1 if quick else 5)
+    seconds = seconds or (0.2 if quick else 1.0)
+    games = games or [g for g in PLAYER_COUNTS if g in available_games()]
+    rows: list[dict[str, Any]] = []
+
+    def add(kind: str, name: str, players: int | None, rate: dict) -> None:
+        rows.append({"kind": kind, "env": name, "players": players, **rate})
+        progress(
+            f"  {kind:<7} {name:<26} {players or '':>2}  {rate['steps_per_s']:>10,.0f} steps/s"
+        )
+
+    progress(f"derby-envs {derby_envs.__version__} bench ({repeats} x {seconds:g} s per figure)")
+    for ref in REFERENCES:
+        add("aec", ref, 2, _median_rate(aec_loop(pettingzoo.make("aec", ref)), seconds, repeats))
+    for g in games:
+        info = GAMES[g]
+        for n in PLAYER_COUNTS[g]:
+            add("engine", g, n, _median_rate(engine_loop(g, n), seconds, repeats))
+            env = pettingzoo.make("aec", info.pz_id, num_players=n)
+            add("aec", g, n, _median_rate(aec_loop(env), seconds, repeats))
+            genv = gymnasium.make(info.gym_id, num_players=n)
+            add("gym", g, n, _median_rate(gym_loop(genv), seconds, repeats))
+    ref_rate = next(r["steps_per_s"] for r in rows if r["env"] == REFERENCE and r["kind"] == "aec")
+    for r in rows:
+        r["ratio_to_connect_four"] = r["steps_per_s"] / ref_rate
+
+    training: list[dict[str, Any]] = []
+    if train:
+        timesteps = 512 if quick else 8192
+        envs: list[tuple[str, int | None, Callable[[], gymnasium.Env]]] = [
+            (REFERENCE, 2, lambda: AECvsRandom(REFERENCE))
+        ]
+        train_players = {"derby": 4, "kentucky_derby": 5, "demolition_derby": 4}
+        for g in games:
+            n = train_players[g]
+            envs.append((g, n, lambda g=g, n=n: gymnasium.make(GAMES[g].gym_id, num_players=n)))
+        for name, n, fn in envs:
+            for n_envs in (1, 8):
+                rate = statistics.median(
+                    ppo_steps_per_s(fn, n_envs, timesteps) for _ in range(1 if quick else 3)
+                )
+                training.append({"env": name, "players": n, "n_envs": n_envs, "steps_per_s": rate})
+                progress(f"  ppo     {name:<26} {n:>2}  n_envs={n_envs}  {rate:>8,.0f} env-steps/s")
+        for n_envs in (1, 8):
+            ref = next(t for t in training if t["env"] == REFERENCE and t["n_envs"] == n_envs)
+            for t in training:
+                if t["n_envs"] == n_envs:
+                    t["ratio_to_connect_four"] = t["steps_per_s"] / ref["steps_per_s"]
+    return {
+        "version": derby_envs.__version__,
+        "machine": {"python": platform.python_version(), "processor": platform.machine()},
+        "pettingzoo": pettingzoo.__version__,
+        "repeats": repeats,
+        "seconds": seconds,
+        "quick": quick,
+        "random_play": rows,
+        "ppo_training": training,
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The result as Markdown tables (c4 = PettingZoo's connect_four-v3 AEC env, same run)."""
+    lines = [
+        "| env | players | engine steps/s | engine games/s | engine / c4 | AEC steps/s | AEC / c4 | Gym view steps/s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    by = {(r["kind"], r["env"], r["players"]): r for r in result["random_play"]}
+    keys = sorted({(r["env"], r["players"]) for r in result["random_play"]})
+    for env, n in keys:
+        eng, aec, gym = (by.get((k, env, n)) for k in ("engine", "aec", "gym"))
+        lines.append(
+            f"| {env} | {n} | "
+            + (
+                f"{eng['steps_per_s']:,.0f} | {eng['games_per_s']:,.1f} | {eng['ratio_to_connect_four']:.2f}x"
+                if eng
+                else "– | – | –"
+            )
+            + f" | {aec['steps_per_s']:,.0f} | {aec['ratio_to_connect_four']:.2f}x | "
+            + (f"{gym['steps_per_s']:,.0f}" if gym else "–")
+            + " |"
+        )
+    if result["ppo_training"]:
+        lines += [
+            "",
+            "| MaskablePPO on | players | n_envs | env-steps/s | / connect_four |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for t in result["ppo_training"]:
+            lines.append(
+                f"| {t['env']} | {t['players']} | {t['n_envs']} | {t['steps_per_s']:,.0f} | "
+                f"{t['ratio_to_connect_four']:.2f}x |"
+            )
+    return "\n".join(lines)
+
+
+def save(result: dict[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
