@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -82,7 +83,7 @@ class Game(ABC):
     def observation_slices(self) -> Mapping[str, slice]:
         """Named, contiguous, ordered slices of the observation vector."""
 
-    @property
+    @cached_property
     def observation_size(self) -> int:
         return max(s.stop for s in self.observation_slices.values())
 

@@ -65,7 +65,7 @@ RANKS = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 NUM_CARDS = 48  # the pack without the Aces: card id = suit * 12 + rank index
 COURSE = 7  # course cards; position >= COURSE + 1 is past the post
 DATA_DIR = Path(__file__).parent / "data"
-MAX_DEALS_PER_RACE = 100_000  # a safety net; a race needs ~30 deals
+MAX_RESHUFFLES = 10_000  # a safety net against a table that moves nothing
 
 
 def card_name(card: int) -> str:
@@ -172,6 +172,23 @@ class KentuckyDerbyGame(Game):
     def moves(self) -> np.ndarray:
         return load_movement_table(self.params["movement_table"])
 
+    @cached_property
+    def mask_templates(self) -> list[np.ndarray]:
+        """``[top]``: the mask allowing stakes 0..top on every horse; ``[-1]``: all zero."""
+        levels = self.stake_levels
+        out = []
+        for top in range(levels):
+            mask = np.zeros(self.num_actions, np.int8)
+            for h in range(4):
+                mask[h * levels : h * levels + top + 1] = 1
+            out.append(mask)
+        out.append(np.zeros(self.num_actions, np.int8))
+        return out
+
+    @cached_property
+    def move_rows(self) -> list[list[int]]:
+        return self.moves.tolist()
+
     @property
     def stake_levels(self) -> int:
         return self.params["max_stake"] + 1
@@ -238,7 +255,6 @@ class KentuckyDerbyState(State):
         self.last_first = -1
         self.last_second = -1
         self.last_race: dict[str, Any] | None = None  # public record of the previous race
-        self._mask_cache: dict[int, np.ndarray] = {}
 
     # ----- setup of a race ------------------------------------------------------------
     def _start_race(self) -> None:
@@ -262,7 +278,6 @@ class KentuckyDerbyState(State):
             (self.dealer + k) % n for k in range(1, n + 1) if self.active[(self.dealer + k) % n]
         ]
         self.deck = self.rng.permutation(NUM_CARDS).tolist()
-        self._mask_cache.clear()
 
     # ----- whose move -----------------------------------------------------------------
     def current_players(self) -> list[int]:
@@ -276,20 +291,13 @@ class KentuckyDerbyState(State):
         return self.over
 
     def max_stake(self, player: int) -> int:
-        return int(min(self.game.params["max_stake"], self.chips[player]))
+        return min(self.game.params["max_stake"], int(self.chips[player]))
 
     def legal_mask(self, player: int) -> np.ndarray:
-        mask = self._mask_cache.get(player)
-        if mask is None:
-            g = self.game
-            mask = np.zeros(g.num_actions, np.int8)
-            if player in self.current_players():
-                levels = g.stake_levels
-                top = self.max_stake(player)
-                for h in range(4):
-                    mask[h * levels : h * levels + top + 1] = 1
-            self._mask_cache[player] = mask
-        return mask.copy()
+        g = self.game
+        if player not in self.current_players():
+            return g.mask_templates[-1].copy()
+        return g.mask_templates[self.max_stake(player)].copy()
 
     def is_legal(self, player: int, action: int) -> bool:
         if player not in self.current_players() or not 0 <= action < self.game.num_actions:
@@ -302,7 +310,6 @@ class KentuckyDerbyState(State):
         self.bet_stake[player] = stake
         self.chips[player] -= stake
         self.to_bet.remove(player)
-        self._mask_cache.clear()
         if not self.to_bet:
             self._run_race()
             self.race += 1
@@ -311,47 +318,49 @@ class KentuckyDerbyState(State):
     # ----- the race ---------------------------------------------------------------------
     def _run_race(self) -> None:
         g = self.game
-        moves = g.moves
-        stock = self.deck[COURSE:][::-1]  # pop() deals from the top
-        dealt: list[int] = []
+        moves = g.move_rows  # plain lists: this loop is the engine's hot path
+        stock = self.deck[COURSE:]  # dealt from the front; stock[:top] has been dealt
+        top = 0
         pos = [0, 0, 0, 0]
         ncards = [0, 0, 0, 0]
         piles: list[list[int]] = [[], [], [], []]
-        deals = 0
         reshuffles = 0
 
-        def deal(h: int) -> None:
-            nonlocal stock, deals, reshuffles
-            if not stock:  # [DEFAULT] reshuffle the dealt cards into a new stock
-                stock = self.rng.permutation(dealt).tolist()
-                dealt.clear()
-                reshuffles += 1
-            card = stock.pop()
-            dealt.append(card)
-            piles[h].append(card)
-            pos[h] += int(moves[h, card])
-            ncards[h] += 1
-            deals += 1
-            if deals > MAX_DEALS_PER_RACE:
-                raise RuntimeError("race did not finish: movement table moves nothing?")
+        def deal(group: list[int]) -> None:
+            """One card to each horse of ``group``, in suit order."""
+            nonlocal stock, top, reshuffles
+            for h in group:
+                if top == len(stock):  # [DEFAULT] reshuffle the dealt cards into a new stock
+                    stock = self.rng.permutation(stock).tolist()
+                    top = 0
+                    reshuffles += 1
+                    if reshuffles > MAX_RESHUFFLES:
+                        raise RuntimeError("race did not finish: the movement table moves nothing?")
+                card = stock[top]
+                top += 1
+                piles[h].append(card)
+                pos[h] += moves[h][card]
+                ncards[h] += 1
 
-        def decide(horses: list[int]) -> int:
-            group = sorted(horses)
+        def decide(group: list[int]) -> int:
+            # "decided only when all horses have had an equal number of cards": after tie-break
+            # cards the horses left for second place may be behind; each deal() below gives
+            # every horse of the group one card, so they stay level from here on.
+            most = max(ncards[h] for h in group)
+            while any(ncards[h] < most for h in group):
+                deal([h for h in group if ncards[h] < most])
             while True:
-                # "decided only when all horses have had an equal number of cards"
-                most = max(ncards[h] for h in group)
+                best, tied = COURSE, []
                 for h in group:
-                    while ncards[h] < most:
-                        deal(h)
-                crossed = [h for h in group if pos[h] > COURSE]
-                if crossed:
-                    best = max(pos[h] for h in crossed)
-                    tied = [h for h in crossed if pos[h] == best]
-                    if len(tied) == 1:
-                        return tied[0]
+                    if pos[h] > best:
+                        best, tied = pos[h], [h]
+                    elif pos[h] == best and best > COURSE:
+                        tied.append(h)
+                if len(tied) == 1:
+                    return tied[0]
+                if tied:
                     group = tied  # tie-break cards: only the tied horses run on
-                for h in group:
-                    deal(h)
+                deal(group)
 
         first = decide([0, 1, 2, 3])
         second = decide([h for h in range(4) if h != first]) if g.second_place else -1
@@ -363,7 +372,7 @@ class KentuckyDerbyState(State):
             "first": first,
             "second": second,
             "positions": pos,
-            "piles": [[card_name(c) for c in p] for p in piles],
+            "piles": piles,  # card ids, see card_name()
             "bets": [[int(h), int(s)] for h, s in zip(self.bet_horse, self.bet_stake, strict=True)],
             "payouts": payouts,
             "reshuffles": reshuffles,
@@ -421,46 +430,47 @@ class KentuckyDerbyState(State):
         return seen
 
     def observation(self, player: int) -> np.ndarray:
+        # Built as one Python list and converted once: far cheaper than many numpy writes.
         g = self.game
         n = g.num_players
         T = float(g.total_chips)
-        sl = g.observation_slices
-        obs = np.zeros(g.observation_size, np.float32)
+        max_stake = float(max(g.params["max_stake"], 1))
         order = [(player + k) % n for k in range(n)]  # relative seats
-        obs[sl["to_act"]] = float(player in self.current_players())
+        sealed = g.params["betting"] == "sealed"
+        horse = self.bet_horse.tolist()
+        stake = self.bet_stake.tolist()
+        chips = self.chips.tolist()
+        active = self.active.tolist()
+        seen = [horse[p] >= 0 and (not sealed or p == player) for p in order]
+        to_act = player in self.current_players()
         races = g.params["num_races"]
-        obs[sl["race"]] = (self.race / races, max(races - self.race, 0) / races)
-        obs[sl["dealer"].start + order.index(self.dealer)] = 1.0
-        seen = self.visible_bets(player)
-        # A sealed stake must not show through the chip count: show chips before hidden stakes.
-        chips = self.chips + np.where(seen, 0, self.bet_stake)
-        obs[sl["chips"]] = chips[order] / T
-        obs[sl["active"]] = self.active[order]
-        max_stake = max(g.params["max_stake"], 1)
-        backers = np.zeros(4)
-        stakes_on = np.zeros(4)
+        out = [1.0 if to_act else 0.0, self.race / races, max(races - self.race, 0) / races]
+        out += [1.0 if p == self.dealer else 0.0 for p in order]
+        # A sealed stake must not show through the chip count: chips before hidden stakes.
+        out += [(chips[p] + (0 if seen[k] else stake[p])) / T for k, p in enumerate(order)]
+        out += [1.0 if active[p] else 0.0 for p in order]
+        out += [1.0 if v else 0.0 for v in seen]
+        bet_onehot = [0.0] * (4 * n)
+        backers = [0, 0, 0, 0]
+        stakes_on = [0, 0, 0, 0]
         for k, p in enumerate(order):
-            if seen[p]:
-                h = int(self.bet_horse[p])
-                obs[sl["has_bet"].start + k] = 1.0
-                obs[sl["bet_horse"].start + 4 * k + h] = 1.0
-                obs[sl["bet_stake"].start + k] = self.bet_stake[p] / max_stake
+            if seen[k]:
+                h = horse[p]
+                bet_onehot[4 * k + h] = 1.0
                 backers[h] += 1
-                stakes_on[h] += self.bet_stake[p]
-        pot = self.pot_carry + stakes_on.sum()
-        obs[sl["pool"]] = self.pool / T
-        obs[sl["stake_pot"]] = pot / T
-        obs[sl["backers"]] = backers / n
-        obs[sl["stakes_on"]] = stakes_on / T
-        obs[sl["odds"]] = (pot + 1) / (stakes_on + 1) / (T + 1)
-        obs[sl["pool_share"]] = (self.pool // (backers + 1)) / T
-        if player in self.current_players():
-            obs[sl["max_stake"]] = self.max_stake(player) / max_stake
-        if self.last_first >= 0:
-            obs[sl["last_first"].start + self.last_first] = 1.0
-        if self.last_second >= 0:
-            obs[sl["last_second"].start + self.last_second] = 1.0
-        return obs
+                stakes_on[h] += stake[p]
+        out += bet_onehot
+        out += [stake[p] / max_stake if seen[k] else 0.0 for k, p in enumerate(order)]
+        pot = self.pot_carry + sum(stakes_on)
+        out += [self.pool / T, pot / T]
+        out += [b / n for b in backers]
+        out += [s / T for s in stakes_on]
+        out += [(pot + 1) / (s + 1) / (T + 1) for s in stakes_on]
+        out += [(self.pool // (b + 1)) / T for b in backers]
+        out.append(self.max_stake(player) / max_stake if to_act else 0.0)
+        out += [1.0 if h == self.last_first else 0.0 for h in range(4)]
+        out += [1.0 if h == self.last_second else 0.0 for h in range(4)]
+        return np.array(out, dtype=np.float32)
 
     def resample_hidden(self, player: int, rng: np.random.Generator) -> KentuckyDerbyState:
         """Hidden: the order of this race's pack, others' sealed bets, and all future chance."""
@@ -476,7 +486,6 @@ class KentuckyDerbyState(State):
                         s.bet_horse[p] = int(rng.integers(4))
                         s.bet_stake[p] = stake
                         s.chips[p] -= stake
-        s._mask_cache.clear()
         return s
 
     def render_text(self, player: int | None = None) -> str:
@@ -522,7 +531,6 @@ class KentuckyDerbyState(State):
         s.bet_stake = self.bet_stake.copy()
         s.to_bet = self.to_bet[:]
         s.deck = self.deck[:]
-        s._mask_cache = {}
         return s  # last_race is never mutated, only replaced: sharing it is safe
 
     def _dump(self) -> dict[str, Any]:
