@@ -258,12 +258,15 @@ def test_illegal_action_names_the_legal_ones_and_changes_nothing():
 
 def test_chips_are_conserved_and_a_mover_always_has_a_legal_action():
     rng = np.random.default_rng(7)
-    for n in (3, 6, 10):
+    games = 0
+    for n in (3, 4, 6, 10):
         for betting in ("sequential", "sealed"):
+            # a small bankroll makes players go broke and sit out
             game = KentuckyDerbyGame(num_players=n, betting=betting, bankroll=4)
-            for seed in range(40):
-                state = game.new_initial_state(seed)
-                _check_invariants_through(state, rng)
+            for seed in range(130):
+                _check_invariants_through(game.new_initial_state(seed), rng)
+                games += 1
+    assert games == 1040
 
 
 def _check_invariants_through(state: KentuckyDerbyState, rng: np.random.Generator) -> None:

@@ -9,9 +9,12 @@ comes from the deal seed; an agent's own randomness from a seed derived from the
 seat).
 
 Reported per agent label: games, win share (a shared win counts 1/k) with a 95% Wilson
-interval, mean score on the game's own scale (chips, ticket score, Derby wins), rank
-distribution (1 = best, ties share the better rank), and an OpenSkill (Plackett-Luce) rating
-over all games. Output: Markdown table (printed), CSV and JSON.
+interval, mean score on the game's own scale (chips, ticket score, Derby wins) with a 95%
+interval, the score *advantage* over the other seats (per deal: the agent's mean score minus the
+mean score of the other agents' seats in the same games, a paired difference under common random
+numbers; averaged over deals with a 95% normal interval), rank distribution (1 = best, ties share
+the better rank), and an OpenSkill (Plackett-Luce) rating over all games. Output: Markdown table
+(printed), CSV and JSON.
 
 Command line: ``derby-envs evaluate --game kentucky_derby --lineup kd_value random random
 --games 300`` (see ``--help``).
@@ -24,7 +27,7 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +81,23 @@ def load_agent(spec: str, game: Game) -> Any:
     return make_policy(spec, game)
 
 
+def mean_interval(values: Sequence[float], z: float = Z95) -> tuple[float, float, float]:
+    """(mean, lo, hi): normal-approximation interval of the mean of independent values."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return 0.0, -math.inf, math.inf
+    m = float(x.mean())
+    if x.size < 2:
+        return m, -math.inf, math.inf
+    half = z * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return m, m - half, m + half
+
+
+def _finite(values: tuple[float, ...]) -> tuple[float | None, ...]:
+    """Undefined bounds (fewer than two deals) as None, which JSON can hold."""
+    return tuple(v if math.isfinite(v) else None for v in values)
+
+
 @dataclass
 class AgentStats:
     label: str
@@ -85,10 +105,14 @@ class AgentStats:
     wins: float = 0.0
     score_sum: float = 0.0
     ranks: list[int] = field(default_factory=list)
+    deal_scores: list[float] = field(default_factory=list)  # per deal: mean score of my seats
+    deal_advantages: list[float] = field(default_factory=list)  # per deal: mine - the others'
 
     def row(self, n_players: int) -> dict[str, Any]:
         lo, hi = wilson_interval(self.wins, self.games)
         dist = np.bincount(np.array(self.ranks, int) - 1, minlength=n_players) / max(self.games, 1)
+        _, s_lo, s_hi = _finite(mean_interval(self.deal_scores))
+        adv, a_lo, a_hi = _finite(mean_interval(self.deal_advantages))
         return {
             "agent": self.label,
             "games": self.games,
@@ -96,6 +120,11 @@ class AgentStats:
             "win_lo95": lo,
             "win_hi95": hi,
             "mean_score": self.score_sum / max(self.games, 1),
+            "score_lo95": s_lo,
+            "score_hi95": s_hi,
+            "advantage": adv,
+            "adv_lo95": a_lo,
+            "adv_hi95": a_hi,
             "rank_dist": [round(float(x), 4) for x in dist],
         }
 
@@ -118,13 +147,18 @@ class TournamentResult:
             f"fair share 1/{len(self.lineup)} = {1 / len(self.lineup):.3f}\n\n"
         )
         lines = [
-            f"| agent | games | win share | 95% CI | mean {self.score_mode} | rating (mu ± sigma) | rank 1..{len(self.lineup)} |",
-            "|---|---:|---:|---|---:|---:|---|",
+            f"| agent | games | win share | 95% CI | mean {self.score_mode} | vs others (95% CI) | rating (mu ± sigma) | rank 1..{len(self.lineup)} |",
+            "|---|---:|---:|---|---:|---|---:|---|",
         ]
         for r in self.rows:
+            adv = (
+                f"{r['advantage']:+.2f} [{r['adv_lo95']:+.2f}, {r['adv_hi95']:+.2f}]"
+                if r["adv_lo95"] is not None
+                else "-"
+            )
             lines.append(
                 f"| {r['agent']} | {r['games']} | {r['win_share']:.3f} | "
-                f"[{r['win_lo95']:.3f}, {r['win_hi95']:.3f}] | {r['mean_score']:.2f} | "
+                f"[{r['win_lo95']:.3f}, {r['win_hi95']:.3f}] | {r['mean_score']:.2f} | {adv} | "
                 f"{r['rating_mu']:.1f} ± {r['rating_sigma']:.1f} | "
                 + " ".join(f"{x:.2f}" for x in r["rank_dist"])
                 + " |"
@@ -186,11 +220,14 @@ def run_tournament(
     max_arrangements: int = 24,
     progress: bool = True,
     policies: dict[str, Any] | None = None,
+    on_game: Callable[[dict[str, Any]], None] | None = None,
 ) -> TournamentResult:
     """Play ``deals`` deal seeds, each in every seat arrangement; see the module docstring.
 
     ``policies`` may map labels to ready policy objects (otherwise each label is loaded with
-    :func:`load_agent`).
+    :func:`load_agent`). ``on_game``, if given, is called after every game with a record
+    ``{"deal", "deal_seed", "arrangement", "labels", "agent_seed", "winners", "scores",
+    "ranks", "steps"}`` (``labels[seat]`` = the agent in that seat).
     """
     n = game.num_players
     if len(lineup) != n:
@@ -218,19 +255,42 @@ def run_tournament(
     t0 = time.perf_counter()
     for d in range(deals):
         deal_seed = seed * 1_000_003 + d
+        mine = {label: [] for label in stats}  # this deal's scores per label, over arrangements
+        others = {label: [] for label in stats}
         for a_idx, perm in enumerate(arr):
             labels = [lineup[i] for i in perm]
-            res = play_game(game, [policies[x] for x in labels], deal_seed, (deal_seed, a_idx))
+            agent_seed = (deal_seed, a_idx)
+            res = play_game(game, [policies[x] for x in labels], deal_seed, agent_seed)
             k = len(res["winners"])
             for seat, label in enumerate(labels):
                 st = stats[label]
                 st.games += 1
                 st.wins += (1.0 / k) if seat in res["winners"] else 0.0
-                st.score_sum += float(res["scores"][seat])
+                score = float(res["scores"][seat])
+                st.score_sum += score
                 st.ranks.append(res["ranks"][seat])
+                mine[label].append(score)
+                for other in stats:
+                    if other != label:
+                        others[other].append(score)
             _rate(model, ratings, labels, res["ranks"])
+            if on_game is not None:
+                on_game(
+                    {
+                        "deal": d,
+                        "deal_seed": deal_seed,
+                        "arrangement": a_idx,
+                        "labels": labels,
+                        "agent_seed": agent_seed,
+                        **res,
+                    }
+                )
             if bar is not None:
                 bar.update(1)
+        for label, st in stats.items():
+            st.deal_scores.append(float(np.mean(mine[label])))
+            if others[label]:
+                st.deal_advantages.append(float(np.mean(mine[label]) - np.mean(others[label])))
     if bar is not None:
         bar.close()
     rows = []
