@@ -91,6 +91,184 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----- play / watch / replay (the human side) ------------------------------------------------
+def cmd_play(args: argparse.Namespace) -> int:
+    from training.play import run_play
+
+    return run_play(
+        args.game,
+        args.players,
+        args.seat,
+        args.opponents,
+        args.seed,
+        _parse_params(args.param),
+        colour=args.colour,
+        record=args.record,
+        force=args.force,
+    )
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from training.watch import run_watch
+
+    return run_watch(
+        args.game,
+        args.players,
+        args.agents,
+        args.seed,
+        _parse_params(args.param),
+        delay=args.delay,
+        record=args.record,
+        gif=args.gif,
+        force=args.force,
+        colour=args.colour,
+        view=args.view,
+        quiet=args.quiet,
+        clear=False if args.no_clear else None,
+        window=args.window,
+    )
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from training.replay import run_replay
+
+    return run_replay(
+        args.file,
+        gif=args.gif,
+        fps=args.fps,
+        view=args.view,
+        start=args.step,
+        print_all=args.print_all,
+        colour=args.colour,
+        force=args.force,
+        verify_only=args.verify,
+    )
+
+
+def _add_human_commands(sub: Any) -> None:
+    """The ``play``, ``watch`` and ``replay`` subcommands (docs/play.md)."""
+    games = available_games()
+
+    def common(p: argparse.ArgumentParser, seed_help: str) -> None:
+        p.add_argument("game", choices=games, help="the game (see `derby-envs list`)")
+        p.add_argument(
+            "--players", type=int, default=None, help="number of players (default: the game's)"
+        )
+        p.add_argument("--seed", type=int, default=None, help=seed_help)
+        p.add_argument(
+            "--param", action="append", default=[], metavar="KEY=VALUE", help="game parameter"
+        )
+        p.add_argument(
+            "--record", default=None, metavar="FILE", help="save the game as a replay (JSON)"
+        )
+
+    def colour_opts(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--colour",
+            "--color",
+            choices=("auto", "always", "never"),
+            default="auto",
+            help="ANSI colour (auto: on a terminal, unless NO_COLOR is set)",
+        )
+        p.add_argument(
+            "--force", action="store_true", help="overwrite an existing --record/--gif file"
+        )
+
+    p = sub.add_parser(
+        "play",
+        help="play a game in the terminal against agents",
+        description="Play against the suite's agents. At the prompt type an action's number, "
+        "its name or a unique abbreviation; ? for help, q to quit. Opponents: agent names from "
+        "`derby-envs list` or PPO .zip checkpoints, one per other seat in seat order (the last "
+        "one fills the remaining seats).",
+    )
+    common(p, "deal seed (default: random, printed so the game can be replayed)")
+    p.add_argument("--seat", type=int, default=0, help="your seat, 0-based (default 0)")
+    p.add_argument(
+        "--opponents",
+        nargs="+",
+        default=None,
+        metavar="AGENT",
+        help="opponent agents (default: the game's first heuristic)",
+    )
+    colour_opts(p)
+    p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser(
+        "watch",
+        help="watch agents play each other, optionally recording a replay",
+        description="Agents against agents with a delay between moves. Agents: one per seat "
+        "(the last one fills the remaining seats); names or PPO .zip checkpoints.",
+    )
+    common(p, "deal seed (default: random, printed)")
+    p.add_argument(
+        "--agents",
+        nargs="+",
+        default=None,
+        metavar="AGENT",
+        help="agents by seat (default: the game's heuristics in turn)",
+    )
+    p.add_argument("--delay", type=float, default=0.5, help="seconds between moves (default 0.5)")
+    p.add_argument(
+        "--view",
+        type=int,
+        default=None,
+        metavar="SEAT",
+        help="show the board as this seat sees it (default: everything, the spectator's view)",
+    )
+    p.add_argument("--quiet", action="store_true", help="moves only; the board at the end")
+    p.add_argument("--no-clear", action="store_true", help="do not clear the screen between moves")
+    p.add_argument(
+        "--window", action="store_true", help="also show the picture in a window (needs a display)"
+    )
+    p.add_argument("--gif", default=None, metavar="FILE", help="save an animated GIF of the game")
+    colour_opts(p)
+    p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser(
+        "replay",
+        help="verify a recorded game and step through it (or make a GIF)",
+        description="Load a replay saved with --record, verify every step against the engine "
+        "(a file that does not match is refused), then step through it forwards and backwards "
+        "(Enter/n next, p back, a number jumps, v K shows seat K's view, q quits).",
+    )
+    p.add_argument("file", help="replay file (JSON)")
+    p.add_argument("--gif", default=None, metavar="FILE", help="write an animated GIF and exit")
+    p.add_argument("--fps", type=float, default=2.0, help="GIF frames per second (default 2)")
+    p.add_argument(
+        "--view", type=int, default=None, metavar="SEAT", help="start in this seat's view"
+    )
+    p.add_argument("--step", type=int, default=0, help="start at this step (default 0)")
+    p.add_argument(
+        "--print", dest="print_all", action="store_true", help="print every step and exit"
+    )
+    p.add_argument("--verify", action="store_true", help="only verify the file")
+    colour_opts(p)
+    p.set_defaults(func=cmd_replay)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """MaskablePPO training from a YAML config (or resuming a run directory)."""
+    from pathlib import Path
+
+    from training.config import ConfigError, load_config
+    from training.train import train
+
+    overrides = list(args.set)
+    if args.run_dir is not None:
+        overrides.append(f"run_dir={json.dumps(args.run_dir)}")
+    if args.total_timesteps is not None:
+        overrides.append(f"total_timesteps={args.total_timesteps}")
+    if args.config is not None:
+        config = load_config(args.config, overrides)
+    elif args.resume and args.run_dir is not None:  # the run's own config
+        config = load_config(Path(args.run_dir) / "config.yaml", overrides)
+    else:
+        raise ConfigError("give --config FILE (or --resume --run-dir DIR to continue a run)")
+    train(config, resume=args.resume, progress=False if args.no_progress else None)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="derby-envs", description="derby-envs: Derby tabletop games for reinforcement learning"
@@ -141,6 +319,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-train", action="store_true", help="skip the MaskablePPO training figures")
     p.add_argument("--json", default="runs/bench.json", help="where to write the JSON result")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser(
+        "train",
+        help="train a MaskablePPO agent (opponent pool, self-play, checkpoints, resume)",
+        description="Train from a YAML config (configs/*.yaml; reference: docs/training.md). "
+        "Writes runs/<name>/ (checkpoints, pool.json, TensorBoard logs, eval.csv, final.zip).",
+    )
+    p.add_argument("--config", default=None, help="YAML config file")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run from its newest checkpoint"
+    )
+    p.add_argument("--run-dir", default=None, help="output directory (default: runs/<name>)")
+    p.add_argument("--total-timesteps", type=int, default=None, help="override total_timesteps")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. --set ppo.learning_rate=1e-4 (repeatable)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_train)
+    _add_human_commands(sub)
     return parser
 
 

@@ -11,7 +11,6 @@ adapter simply selects the lowest-numbered player who still has to choose.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, ClassVar
 
 import gymnasium
@@ -21,7 +20,7 @@ from pettingzoo import AECEnv
 
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game, State
-from derby_envs.core.render import render_rgb
+from derby_envs.core.render import close_env, render_env
 
 ILLEGAL_ACTION_MODES = ("raise", "penalize")
 
@@ -108,25 +107,11 @@ class GameEnvMixin:
             [self.game_state.observation(p) for p in range(self.game.num_players)]
         )
 
-    def render(self) -> str | None:
-        if self.render_mode is None:
-            gymnasium.logger.warn(
-                "You are calling render method without specifying any render mode."
-            )
-            return None
-        if self.render_mode == "rgb_array":
-            return render_rgb(self.game, self.game_state)
-        if self.game_state is None:
-            text = f"{self.game.display_name}: call reset() first"
-        else:
-            text = self.game_state.render_text(None)
-        if self.render_mode == "ansi":
-            return text
-        sys.stdout.write(text + "\n")
-        return None
+    def render(self) -> str | np.ndarray | None:
+        return render_env(self)
 
     def close(self) -> None:
-        pass
+        close_env(self)
 
 
 class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
+from typing import Any
 
+import gymnasium
 import numpy as np
 
 from derby_envs.core.game import Game, State
@@ -54,3 +56,36 @@ def render_rgb(game: Game, state: State | None) -> np.ndarray:
     if renderer is not None:
         return renderer(state)
     return text_to_rgb(state.render_text(None))
+
+
+def render_env(env: Any) -> str | np.ndarray | None:
+    """``render()`` of every adapter: ``env`` has ``render_mode``, ``game``, ``game_state``.
+
+    ``"ansi"`` returns the text, ``"rgb_array"`` the picture, ``"human"`` shows the picture in a
+    window where a display exists (see :mod:`derby_envs.core.viewer`) and prints the text
+    otherwise.
+    """
+    mode = env.render_mode
+    if mode is None:
+        gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+        return None
+    if mode == "rgb_array":
+        return render_rgb(env.game, env.game_state)
+    if mode == "human":
+        if getattr(env, "_human", None) is None:
+            from derby_envs.core.viewer import HumanRenderer
+
+            env._human = HumanRenderer(env.game.display_name)
+        env._human.render(env.game, env.game_state)
+        return None
+    if env.game_state is None:
+        return f"{env.game.display_name}: call reset() first"
+    return env.game_state.render_text(None)
+
+
+def close_env(env: Any) -> None:
+    """``close()`` of every adapter: closes the human-mode window if one was opened."""
+    human = getattr(env, "_human", None)
+    if human is not None:
+        human.close()
+        env._human = None

@@ -16,7 +16,7 @@ import numpy as np
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.game import Game, State
 from derby_envs.core.policy import choose, resolve_policy
-from derby_envs.core.render import render_rgb
+from derby_envs.core.render import close_env, render_env
 
 
 class SingleAgentEnv(gymnasium.Env):
@@ -133,18 +133,10 @@ class SingleAgentEnv(gymnasium.Env):
         return self.game_state.legal_mask(self.seat).astype(bool)
 
     def render(self) -> str | np.ndarray | None:
-        if self.render_mode is None:
-            gymnasium.logger.warn(
-                "You are calling render method without specifying any render mode."
-            )
-            return None
-        if self.render_mode == "rgb_array":
-            return render_rgb(self.game, self.game_state)
-        text = self.game_state.render_text(None) if self.game_state else "call reset() first"
-        if self.render_mode == "ansi":
-            return text
-        print(text)
-        return None
+        return render_env(self)
+
+    def close(self) -> None:
+        close_env(self)
 
     # ----- internals ------------------------------------------------------------------
     def _advance(self) -> None:
