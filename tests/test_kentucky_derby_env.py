@@ -99,6 +99,16 @@ def test_gymnasium_view_random_seat_and_validation():
     env.reset(seed=0)
     with pytest.raises(IllegalActionError):
         env.step(10_000)
+    penalized = gymnasium.make(
+        "derby_envs/KentuckyDerby-v0", num_players=4, illegal_action="penalize"
+    ).unwrapped
+    obs, _ = penalized.reset(seed=0)
+    before = json.dumps(penalized.game_state.to_dict())
+    obs2, reward, terminated, truncated, info = penalized.step(10_000)
+    assert (reward, terminated, truncated, info["illegal_action"]) == (-1.0, True, False, True)
+    assert json.dumps(penalized.game_state.to_dict()) == before
+    with pytest.raises(RuntimeError, match="episode is over"):
+        penalized.step(0)
 
 
 def _play_aec(env, seed, policy_seed=0):

@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 import gymnasium
 import numpy as np
 
-from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.aec import ILLEGAL_ACTION_MODES
+from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game, State
 from derby_envs.core.policy import choose, resolve_policy
 from derby_envs.core.render import close_env, render_env
@@ -32,6 +33,9 @@ class SingleAgentEnv(gymnasium.Env):
     An opponent policy may define ``new_episode(rng)``; it is called at every reset (an opponent
     pool uses it to draw the member that plays this episode).
         reward_mode: as in the AEC env; the reward is the change of the learner's return.
+        illegal_action: ``"raise"`` (default): :class:`IllegalActionError` naming the legal
+            actions, state unchanged; ``"penalize"``: the episode ends with reward
+            ``illegal_reward`` (default -1) and ``info["illegal_action"] = True``.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
         **game_params: the game's own parameters.
 
@@ -51,8 +55,18 @@ class SingleAgentEnv(gymnasium.Env):
         learner_seat: int | None = None,
         reward_mode: str | None = None,
         render_mode: str | None = None,
+        illegal_action: str = "raise",
+        illegal_reward: float = -1.0,
         **game_params: Any,
     ) -> None:
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise InvalidParameterError(
+                f"parameter 'illegal_action': got {illegal_action!r}, expected one of "
+                + ", ".join(repr(m) for m in ILLEGAL_ACTION_MODES)
+            )
+        self.illegal_action = illegal_action
+        self.illegal_reward = float(illegal_reward)
+        self._penalized = False
         if num_players is not None:
             game_params["num_players"] = num_players
         self.game: Game = self.game_cls(**game_params)
@@ -106,6 +120,7 @@ class SingleAgentEnv(gymnasium.Env):
             self._seat_policy = dict(zip(others, self.opponents, strict=True))
             self.game_state = self.game.new_initial_state(int(self.np_random.integers(2**63 - 1)))
             self._last_return = 0.0  # the episode's rewards sum to the learner's final return
+            self._penalized = False
             self._advance()
             # A game that ends before the learner ever moves teaches nothing: deal again.
             if not self.game_state.is_terminal():
@@ -116,9 +131,16 @@ class SingleAgentEnv(gymnasium.Env):
         state = self.game_state
         if state is None:
             raise RuntimeError("call reset() before step()")
-        if state.is_terminal():
+        if state.is_terminal() or self._penalized:
             raise RuntimeError("the episode is over; call reset()")
-        state.apply_action(self.seat, action)  # IllegalActionError leaves the state unchanged
+        try:
+            state.apply_action(self.seat, action)  # IllegalActionError leaves the state unchanged
+        except IllegalActionError:
+            if self.illegal_action == "raise":
+                raise
+            self._penalized = True  # the episode ends here, the game state stays as it was
+            info = {**self._info(), "illegal_action": True}
+            return self._obs(), self.illegal_reward, True, False, info
         self._advance()
         ret = float(state.returns(self.reward_mode)[self.seat])
         reward = ret - self._last_return

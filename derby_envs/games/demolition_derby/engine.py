@@ -1,0 +1,1606 @@
+"""Demolition Derby (the drafting game of Diesel Demolition Derby): the rules engine.
+
+Rules: ``shared/seeds/diesel-demolition-derby.txt`` (normative) and
+``shared/rules/demolition_derby.md`` (engine conventions). A match is a series of Derbies; the
+first player to win ``wins_needed`` (3) Derbies alone is the champion. Each Derby, every player
+is dealt ``players + 2`` cards (7 with 2 players); each turn everyone secretly deploys one card
+(two with 2 players), all are revealed at once, abilities resolve, and the rest of each hand is
+passed to the left (seat + 1). When one card is left it is discarded and the player controlling
+the highest total Strength wins the Derby (ties: most combatants, then shared), unless a
+Commander or Underdog condition is met (those players win instead; both may win at once).
+
+**Reconstruction.** The published list of the 52 Combatant cards is lost. The card set in
+``data/cards.json`` (22 designs, 11 types) is our reconstruction, marked so in the file; the
+engine is data-driven (see :mod:`derby_envs.games.demolition_derby.cards` for the effect
+vocabulary), so ``cards="my_cards.json"`` plays with another card list without code changes.
+
+Resolution of a turn [RULE, with DEFAULT conventions]:
+
+1. Reveal: the chosen cards join their players' lineups face up, "deployed this turn". Turn
+   abilities start (bound to the deploying player; they last to the end of the turn even if the
+   card leaves play); Ongoing abilities hold while their card is face up and controlled.
+2. Instants, by descending printed Strength. All Instants of one Strength form a *level*: their
+   controllers make their choices on the same snapshot (a simultaneous phase; each player's
+   choices are buffered and hidden from the others) and the effects are applied together, in
+   the order discards, turn-face-down, gains, swaps. Two gains of one card or two swaps
+   involving one card cancel each other. An Instant resolves only if its card is still in play
+   and face up when its level starts (discarded or turned face down before: cancelled), once
+   per Derby; cards gained or swapped later never trigger it again. A choice with one legal
+   option is taken automatically; with none the rest of the ability fizzles.
+3. Strength in filters and comparisons is the current Strength (printed + Ongoing modifiers,
+   never below 0); face-down cards keep printed Strength and type but lose their ability
+   (other cards' Ongoing modifiers still apply to them). An Instant swapped to another player
+   before its level resolves is resolved by its new controller. Discards are public.
+4. End of turn: "deployed this turn" and Turn effects end; hands pass to the left.
+
+End of a Derby: Derby abilities change a card's base Strength (``set_strength`` /
+``add_strength``), then Ongoing modifiers apply; totals are summed. Match: first to
+``wins_needed`` with more wins than everyone else; while the top is tied play goes on, up to
+``max_derbies`` Derbies, after which the tied leaders share the win.
+
+Action table (``D`` designs, ``n`` players, ``S`` lineup slots per player)::
+
+    [0, D)                 deploy a card of design d from the hand (2 players: two picks a turn)
+    [D, D + n*S)           target: relative seat r (0 = you, 1 = your left, ...) x slot k of
+                           that player's lineup (discard, turn face down, swap take / give)
+    [D + n*S, +D)          gain a discarded card of design d
+    [D + n*S + D, +D)      copy the Instant of design d (Copycat)
+    D + n*S + 2D           decline (a "may" ability)
+    D + n*S + 2D + 1       accept (a "may" ability without a target)
+
+With the reconstructed set D = 22 and S = (cards deployed per Derby) + 4:
+2 players 10, 3 players 8, 4 players 9, 5 players 10, 6 players 11.
+
+Observation (float32; seats relative: index 0 = the observer, 1 = the player on its left, ...).
+Private part (what only the observer knows), then the public part:
+
+====================  ===========  ============================================================
+name                  size         meaning
+====================  ===========  ============================================================
+to_act                1            1 if the observer must act now
+hand                  D            own hand by design (pending picks excluded)
+picks                 D            own pending (unrevealed) deploy picks this turn
+picks_left            1            picks still to make this turn / picks per turn
+known_hands           (n-1)*D      hands of seats 1..n-1 known from the draft (the observer
+                                   held that hand earlier this Derby; every card taken out of
+                                   it since was revealed), else 0
+known                 n-1          1 where that seat's hand is known
+unseen                D            cards of each design the observer cannot place (standard:
+                                   in unknown hands or unused; Mekk Mania: also still in the box)
+unseen_types          T            cards of unknown whereabouts in the deck, by type
+unknown_cards         1            cards of unknown whereabouts / cards in the full set
+decision_kind         7            one-hot: discard, face_down, swap_take, swap_give, gain, copy,
+                                   confirm (for the observer's pending ability choice)
+decision_may          1            1 if declining is allowed
+decision_card         D            one-hot design of the card whose ability is resolving
+decision_ability      D            one-hot design whose ability is used (Copycat: the copy)
+decisions_left        1            the observer's abilities with a choice pending / 8
+phase                 3            one-hot: deploy, ability choices, match over
+progress              2            Derbies played / max_derbies, turn / (turns per Derby - 1)
+level                 L+1          one-hot printed Strength being resolved (last: none)
+instants_stopped      1            1 if a Turn effect stops Instants this turn
+wins                  n            Derby wins / wins_needed
+hand_sizes            n            cards in hand / hand size
+combatants            n            lineup sizes / S
+totals                n            total Strength if the Derby ended now (Derby abilities
+                                   included) / 10, clipped to [0, 10]
+special_win           n            1 if Commander/Underdog would win the Derby now
+last_winners          n            winners of the previous Derby
+lineups               n*S*(D+6)    per slot: design one-hot, face up, deployed this turn,
+                                   Instant still to resolve, protected from others' discards,
+                                   protected from others' swaps, current Strength / 4
+                                   (clipped to [0, 4])
+discard               D            discard pile of this Derby by design (identities public)
+discarded_this_turn   D            discarded this turn by design (what Grappler may gain)
+====================  ===========  ============================================================
+
+Rewards: ``"win"`` (the champion, or tied leaders at the cap, share 1; everyone pays 1/n) or
+``"derbies"`` (Derby wins so far: a dense +1 for every Derby won).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.game import Game, State, win_share_returns
+from derby_envs.core.params import Param
+from derby_envs.games.demolition_derby.cards import PRESETS, CardSet, Filter, Op, load_card_set
+
+DEPLOY, CHOOSE, OVER = 0, 1, 2
+PHASES = ("deploy", "choose", "over")
+DEC_KINDS = ("discard", "face_down", "swap_take", "swap_give", "gain", "copy", "confirm")
+K_DISCARD, K_FACE_DOWN, K_TAKE, K_GIVE, K_GAIN, K_COPY, K_CONFIRM = range(7)
+LINEUP_EXTRA = 6  # per-slot features after the design one-hot
+STRENGTH_CAP = 16  # strengths are clipped to this in observations
+TOTAL_CAP = 100
+
+
+class DemolitionDerbyGame(Game):
+    """Demolition Derby: a match of simultaneous-reveal drafting Derbies."""
+
+    name = "demolition_derby"
+    display_name = "Demolition Derby"
+    reward_modes = ("win", "derbies")
+    simultaneous = True
+    param_spec = (
+        Param("num_players", 4, int, "number of players", low=2, high=6),
+        Param(
+            "variant",
+            "standard",
+            str,
+            "'standard' (cards by player marks) or 'mekk_mania' (no Liaison Unit; each Derby "
+            "draws the standard number of cards of each type from the whole set)",
+            choices=("standard", "mekk_mania"),
+        ),
+        Param(
+            "cards",
+            "reconstruction",
+            str,
+            "card set: " + ", ".join(repr(p) for p in PRESETS) + " (our reconstruction of the "
+            "lost card list, data/cards.json) or the path of a .json card file",
+        ),
+        Param("wins_needed", 3, int, "Derby wins needed to become champion", low=1, high=20),
+        Param(
+            "max_derbies",
+            50,
+            int,
+            "cap on Derbies in a match (play-on while tied at the top ends here; the tied "
+            "leaders share the win)",
+            low=1,
+            high=1000,
+        ),
+    )
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        cs = load_card_set(params["cards"])
+        n = params["num_players"]
+        need = n * (7 if n == 2 else n + 2)
+        have = cs.deck_size(n, params["variant"])
+        if have < need:
+            raise InvalidParameterError(
+                f"parameter 'cards': the {params['variant']} deck for {n} players has {have} "
+                f"cards, {need} are dealt"
+            )
+        if params["max_derbies"] < params["wins_needed"]:
+            raise InvalidParameterError(
+                f"parameter 'max_derbies': got {params['max_derbies']}, must be >= wins_needed "
+                f"({params['wins_needed']})"
+            )
+
+    # ----- static facts ---------------------------------------------------------------
+    @cached_property
+    def cards(self) -> CardSet:
+        return load_card_set(self.params["cards"])
+
+    @property
+    def num_designs(self) -> int:
+        return len(self.cards.designs)
+
+    @property
+    def picks_per_turn(self) -> int:
+        return 2 if self.num_players == 2 else 1
+
+    @property
+    def hand_size(self) -> int:
+        return 7 if self.num_players == 2 else self.num_players + 2
+
+    @property
+    def turns_per_derby(self) -> int:
+        return (self.hand_size - 1) // self.picks_per_turn
+
+    @cached_property
+    def slots(self) -> int:
+        """Lineup slots per player: cards deployed in a Derby plus the most cards one can gain."""
+        return self.hand_size - 1 + self.cards.max_gains()
+
+    @cached_property
+    def _offsets(self) -> dict[str, int]:
+        D, n, S = self.num_designs, self.num_players, self.slots
+        return {
+            "target": D,
+            "gain": D + n * S,
+            "copy": D + n * S + D,
+            "decline": D + n * S + 2 * D,
+            "accept": D + n * S + 2 * D + 1,
+        }
+
+    @property
+    def num_actions(self) -> int:
+        return self._offsets["accept"] + 1
+
+    @cached_property
+    def pool_design_counts(self) -> np.ndarray:
+        """Mekk Mania: cards of each design in the whole pool it draws from."""
+        counts = np.zeros(self.num_designs, np.float32)
+        for c in self.cards.mekk_pool():
+            counts[self.cards.card_design[c]] += 1
+        return counts
+
+    @cached_property
+    def max_level(self) -> int:
+        return max(self.cards.type_strength)
+
+    @cached_property
+    def observation_slices(self) -> dict[str, slice]:
+        n, D, S = self.num_players, self.num_designs, self.slots
+        T = len(self.cards.types)
+        sizes = [
+            ("to_act", 1), ("hand", D), ("picks", D), ("picks_left", 1),
+            ("known_hands", (n - 1) * D), ("known", n - 1), ("unseen", D), ("unseen_types", T),
+            ("unknown_cards", 1), ("decision_kind", len(DEC_KINDS)), ("decision_may", 1),
+            ("decision_card", D), ("decision_ability", D), ("decisions_left", 1),
+            ("phase", 3), ("progress", 2), ("level", self.max_level + 2),
+            ("instants_stopped", 1), ("wins", n), ("hand_sizes", n), ("combatants", n),
+            ("totals", n), ("special_win", n), ("last_winners", n),
+            ("lineups", n * S * (D + LINEUP_EXTRA)), ("discard", D), ("discarded_this_turn", D),
+        ]  # fmt: skip
+        out, i = {}, 0
+        for name, size in sizes:
+            out[name] = slice(i, i + size)
+            i += size
+        return out
+
+    @cached_property
+    def _starts(self) -> dict[str, int]:
+        return {name: sl.start for name, sl in self.observation_slices.items()}
+
+    @cached_property
+    def _n(self) -> int:
+        return self.num_players
+
+    @cached_property
+    def private_size(self) -> int:
+        return self.observation_slices["phase"].start
+
+    @cached_property
+    def _public_perm(self) -> list[np.ndarray]:
+        """Per observer: index array mapping the absolute public vector to relative seats."""
+        sl = self.observation_slices
+        n, D, S = self.num_players, self.num_designs, self.slots
+        base = self.private_size
+        size = self.observation_size - base
+        perms = []
+        per_seat = {"wins": 1, "hand_sizes": 1, "combatants": 1, "totals": 1,
+                    "special_win": 1, "last_winners": 1, "lineups": S * (D + LINEUP_EXTRA)}  # fmt: skip
+        for p in range(n):
+            idx = np.arange(size)
+            for name, w in per_seat.items():
+                start = sl[name].start - base
+                for r in range(n):
+                    q = (p + r) % n
+                    idx[start + r * w : start + (r + 1) * w] = np.arange(
+                        start + q * w, start + (q + 1) * w
+                    )
+            perms.append(idx)
+        return perms
+
+    def observation_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        sl = self.observation_slices
+        high = np.ones(self.observation_size, np.float32)
+        cmax = float(max(self.cards.max_copies(), 1))
+        for name in ("hand", "picks", "known_hands", "unseen", "discard", "discarded_this_turn"):
+            high[sl[name]] = cmax
+        high[sl["unseen_types"]] = float(self.cards.num_cards)
+        high[sl["wins"]] = self.params["max_derbies"] / self.params["wins_needed"]
+        high[sl["totals"]] = TOTAL_CAP / 10
+        D = self.num_designs
+        lin = high[sl["lineups"]].reshape(-1, D + LINEUP_EXTRA)
+        lin[:, -1] = STRENGTH_CAP / 4
+        return np.zeros(self.observation_size, np.float32), high
+
+    def action_name(self, action: int) -> str:
+        a = int(action)
+        o = self._offsets
+        names = [d.name for d in self.cards.designs]
+        if a < o["target"]:
+            return f"deploy {names[a]}"
+        if a < o["gain"]:
+            r, k = divmod(a - o["target"], self.slots)
+            return f"target seat +{r} slot {k}"
+        if a < o["copy"]:
+            return f"gain {names[a - o['gain']]}"
+        if a < o["decline"]:
+            return f"copy {names[a - o['copy']]}"
+        return "decline" if a == o["decline"] else "accept"
+
+    def new_initial_state(self, seed: int | None = None) -> DemolitionDerbyState:
+        state = DemolitionDerbyState(self, np.random.default_rng(seed))
+        state._start_derby()
+        return state
+
+    def _blank_state(self) -> DemolitionDerbyState:
+        return DemolitionDerbyState(self, np.random.default_rng(0))
+
+
+class Task:
+    """One Instant ability being resolved at the current level."""
+
+    __slots__ = (
+        "card",
+        "card_design",
+        "design",
+        "done",
+        "effects",
+        "i",
+        "kind",
+        "log",
+        "made",
+        "may",
+        "opts",
+        "player",
+        "stage",
+        "take",
+    )  # fmt: skip
+
+    def __init__(self, card: int, player: int, design: int) -> None:
+        self.card = card  # source card id
+        self.player = player  # controller (decides the choices)
+        self.card_design = design
+        self.design = design  # whose ability is used (Copycat: the copied design)
+        self.i = 0  # op index
+        self.stage = 0  # swap: 0 choose take, 1 choose give
+        self.take = -1
+        self.effects: list[tuple] = []  # primitive effects, applied at the end of the level
+        self.opts: dict[int, int] | None = None  # pending decision: action -> value
+        self.kind = -1
+        self.may = False
+        self.made = 0  # decisions made so far
+        self.done = False
+        self.log: list[tuple] = []  # events, published when the level is applied
+
+    def copy(self) -> Task:
+        t = Task.__new__(Task)
+        for k in Task.__slots__:
+            setattr(t, k, getattr(self, k))
+        t.effects = self.effects[:]
+        t.log = self.log[:]
+        return t
+
+    def dump(self) -> list:
+        opts = None if self.opts is None else [[a, v] for a, v in self.opts.items()]
+        return [
+            self.card, self.player, self.card_design, self.design, self.i, self.stage,
+            self.take, [list(e) for e in self.effects], opts, self.kind, self.may, self.made,
+            self.done, [list(e) for e in self.log],
+        ]  # fmt: skip
+
+    @staticmethod
+    def load(d: list) -> Task:
+        t = Task(int(d[0]), int(d[1]), int(d[2]))
+        t.design, t.i, t.stage, t.take = int(d[3]), int(d[4]), int(d[5]), int(d[6])
+        t.effects = [tuple(e) for e in d[7]]
+        t.opts = None if d[8] is None else {int(a): int(v) for a, v in d[8]}
+        t.kind, t.may, t.made, t.done = int(d[9]), bool(d[10]), int(d[11]), bool(d[12])
+        t.log = [tuple(e) for e in d[13]]
+        return t
+
+
+class DemolitionDerbyState(State):
+    """A match in progress. Cards are ids of the full card set; per-card facts are lists."""
+
+    def __init__(self, game: DemolitionDerbyGame, rng: np.random.Generator) -> None:
+        g = game
+        n = g.num_players
+        cs = g.cards
+        self.game = game
+        self.rng = rng
+        self.derby = 0  # Derbies played so far (index of the current one)
+        self.turn = 0
+        self.phase = DEPLOY
+        self.wins = [0] * n
+        self.deck: list[int] = []  # cards in use this Derby
+        self.hands: list[list[int]] = [[] for _ in range(n)]
+        self.lineups: list[list[int]] = [[] for _ in range(n)]
+        self.discard: list[int] = []
+        self.discard_turn: list[int] = []
+        self.unused: list[int] = []
+        N = cs.num_cards
+        self.owner = [-1] * N  # controller of a card in a lineup, else -1
+        self.face_up = [True] * N
+        self.this_turn = [False] * N
+        self.instant_done = [False] * N
+        self.picks: list[list[int]] = [[] for _ in range(n)]
+        self.turn_protect: list[tuple[int, int, int]] = []  # (player, source card, design)
+        self.stoppers: list[int] = []  # cards whose Turn effect stops other Instants
+        self.queue: list[int] = []  # cards with an Instant still to resolve this turn
+        self.level = -1
+        self.tasks: list[Task] = []
+        self.movers: list[int] = []
+        self.last_winners: list[int] = []
+        self.final_winners: list[int] = []
+        self.events: list[tuple] = []  # public log of the current (or last) turn
+        self.last_derby: dict[str, Any] | None = None
+        self._clear_caches()
+
+    # ----- caches ---------------------------------------------------------------------
+    def _clear_caches(self) -> None:
+        self._masks: dict[int, np.ndarray] = {}
+        self._priv: dict[int, np.ndarray] = {}
+        self._pub: np.ndarray | None = None
+        self._str: list[int] | None = None
+        self._prot: list[tuple[int, int, Op]] | None = None
+        self._scores: tuple[list[int], list[int]] | None = None
+
+    def _touch_private(self, player: int) -> None:
+        self._masks.pop(player, None)
+        self._priv.pop(player, None)
+
+    # ----- setup ----------------------------------------------------------------------
+    def _start_derby(self) -> None:
+        g = self.game
+        cs = g.cards
+        n = g.num_players
+        if g.params["variant"] == "mekk_mania":
+            deck = []
+            pool = cs.mekk_pool()
+            by_type: list[list[int]] = [[] for _ in cs.types]
+            for c in pool:
+                by_type[cs.card_type[c]].append(c)
+            for t, k in enumerate(cs.mekk_type_counts(n)):
+                if k:
+                    deck += self.rng.choice(by_type[t], size=k, replace=False).tolist()
+            deck.sort()
+        else:
+            deck = cs.deck_cards(n)
+        self.deck = deck
+        order = self.rng.permutation(len(deck)).tolist()
+        shuffled = [deck[i] for i in order]
+        h = g.hand_size
+        self.hands = [shuffled[q * h : (q + 1) * h] for q in range(n)]
+        self.unused = shuffled[n * h :]
+        self.lineups = [[] for _ in range(n)]
+        self.discard = []
+        self.discard_turn = []
+        N = cs.num_cards
+        self.owner = [-1] * N
+        self.face_up = [True] * N
+        self.this_turn = [False] * N
+        self.instant_done = [False] * N
+        self.turn = 0
+        self._start_turn()
+
+    def _start_turn(self) -> None:
+        n = self.game.num_players
+        self.phase = DEPLOY
+        self.picks = [[] for _ in range(n)]
+        self.movers = list(range(n))
+        self.level = -1
+        self.tasks = []
+        self._clear_caches()
+
+    # ----- whose move -----------------------------------------------------------------
+    def current_players(self) -> list[int]:
+        return self.movers[:]
+
+    def is_terminal(self) -> bool:
+        return self.phase == OVER
+
+    def legal_mask(self, player: int) -> np.ndarray:
+        mask = self._masks.get(player)
+        if mask is None:
+            mask = self._compute_mask(player)
+            self._masks[player] = mask
+        return mask.copy()
+
+    def _compute_mask(self, player: int) -> np.ndarray:
+        g = self.game
+        mask = np.zeros(g.num_actions, np.int8)
+        if player not in self.movers:
+            return mask
+        if self.phase == DEPLOY:
+            if self.picks[player]:
+                avail = self._hand_counts(player, minus_picks=True)
+                mask[[d for d, k in enumerate(avail) if k > 0]] = 1
+            else:
+                cd = g.cards.card_design
+                mask[[cd[c] for c in self.hands[player]]] = 1
+        else:
+            task = self._pending_task(player)
+            mask[list(task.opts)] = 1
+        return mask
+
+    def is_legal(self, player: int, action: int) -> bool:
+        if not 0 <= action < self.game.num_actions:
+            return False
+        mask = self._masks.get(player)
+        if mask is None:
+            mask = self._compute_mask(player)
+            self._masks[player] = mask
+        return bool(mask[action])
+
+    def _hand_counts(self, player: int, minus_picks: bool = False) -> list[int]:
+        cd = self.game.cards.card_design
+        counts = [0] * self.game.num_designs
+        for c in self.hands[player]:
+            counts[cd[c]] += 1
+        if minus_picks:
+            for d in self.picks[player]:
+                counts[d] -= 1
+        return counts
+
+    def _pending_task(self, player: int) -> Task:
+        for t in self.tasks:
+            if t.player == player and t.opts is not None:
+                return t
+        raise AssertionError(f"player {player} has no pending decision")
+
+    # ----- applying actions -----------------------------------------------------------
+    def _apply(self, player: int, action: int) -> None:
+        if self.phase == DEPLOY:
+            self.picks[player].append(action)
+            self._touch_private(player)
+            if len(self.picks[player]) == self.game.picks_per_turn:
+                self.movers.remove(player)
+                if not self.movers:
+                    self._reveal()
+            return
+        task = self._pending_task(player)
+        self._decide(task, action)
+        self._advance(task)
+        self._touch_private(player)
+        self.movers = sorted({t.player for t in self.tasks if t.opts is not None})
+        if not self.movers:
+            self._apply_level()
+            self._resolve()
+
+    # ----- reveal and resolution ------------------------------------------------------
+    def _reveal(self) -> None:
+        cs = self.game.cards
+        cd = cs.card_design
+        designs = cs.designs
+        self.events = [("turn", self.derby, self.turn)]
+        revealed = []
+        for q in range(self.game.num_players):
+            hand = self.hands[q]
+            for d in self.picks[q]:
+                c = next(c for c in hand if cd[c] == d)
+                hand.remove(c)
+                self.lineups[q].append(c)
+                self.owner[c] = q
+                self.face_up[c] = True
+                self.this_turn[c] = True
+                revealed.append(c)
+                self.events.append(("reveal", q, c))
+        self.picks = [[] for _ in range(self.game.num_players)]
+        for c in revealed:
+            d = designs[cd[c]]
+            if d.timing == "turn":
+                for op in d.ops:
+                    if op.op == "stop_instants" and self._cond_ok(op.cond, self.owner[c], c):
+                        self.stoppers.append(c)
+                if any(op.op == "protect" for op in d.ops):
+                    self.turn_protect.append((self.owner[c], c, d.index))
+        queue = [c for c in revealed if designs[cd[c]].has_instant and not self.instant_done[c]]
+        queue.sort(key=lambda c: -cs.card_strength[c])  # stable: seat, then deploy order
+        self.queue = queue
+        self._resolve()
+
+    def _resolve(self) -> None:
+        """Resolve Instant levels until a choice is needed or the turn ends."""
+        cs = self.game.cards
+        strength = cs.card_strength
+        while True:
+            self._clear_caches()
+            if not self.queue:
+                self._end_turn()
+                return
+            level = strength[self.queue[0]]
+            here = [c for c in self.queue if strength[c] == level]
+            self.queue = [c for c in self.queue if strength[c] != level]
+            self.level = level
+            tasks = []
+            here.sort(
+                key=lambda c: (self.owner[c], self._slot(c)) if self.owner[c] >= 0 else (99, 0)
+            )
+            for c in here:
+                if self.owner[c] < 0 or not self.face_up[c]:
+                    continue  # discarded or turned face down before resolving: cancelled
+                self.instant_done[c] = True
+                if any(s != c for s in self.stoppers):
+                    self.events.append(("stopped", c))
+                    continue
+                tasks.append(Task(c, self.owner[c], cs.card_design[c]))
+            self.tasks = tasks
+            for t in tasks:
+                self._advance(t)
+            self.movers = sorted({t.player for t in tasks if t.opts is not None})
+            if self.movers:
+                self.phase = CHOOSE
+                self._clear_caches()
+                return
+            self._apply_level()
+
+    def _slot(self, c: int) -> int:
+        return self.lineups[self.owner[c]].index(c)
+
+    def _end_turn(self) -> None:
+        for lineup in self.lineups:
+            for c in lineup:
+                self.this_turn[c] = False
+        self.turn_protect = []
+        self.stoppers = []
+        self.discard_turn = []
+        self.queue = []
+        self.tasks = []
+        self.level = -1
+        n = self.game.num_players
+        if len(self.hands[0]) <= 1:
+            self._end_derby()
+            return
+        self.hands = [self.hands[(q - 1) % n] for q in range(n)]  # pass to the left
+        self.turn += 1
+        self._start_turn()
+
+    def _end_derby(self) -> None:
+        g = self.game
+        n = g.num_players
+        for q in range(n):
+            self.discard += self.hands[q]
+            self.hands[q] = []
+        totals, special = self._compute_derby_scores()
+        if special:
+            winners, reason = sorted(special), "condition"
+        else:
+            top = max(totals)
+            tied = [q for q in range(n) if totals[q] == top]
+            reason = "strength"
+            if len(tied) > 1:
+                most = max(len(self.lineups[q]) for q in tied)
+                tied = [q for q in tied if len(self.lineups[q]) == most]
+                reason = "combatants" if len(tied) == 1 else "shared"
+            winners = tied
+        for q in winners:
+            self.wins[q] += 1
+        self.last_winners = winners
+        self.last_derby = {
+            "derby": self.derby,
+            "totals": totals,
+            "combatants": [len(x) for x in self.lineups],
+            "winners": winners,
+            "reason": reason,
+        }
+        self.events.append(("derby", self.derby, winners, reason))
+        self.derby += 1
+        top = max(self.wins)
+        leaders = [q for q in range(n) if self.wins[q] == top]
+        if (top >= g.params["wins_needed"] and len(leaders) == 1) or self.derby >= g.params[
+            "max_derbies"
+        ]:
+            self.final_winners = leaders
+            self.phase = OVER
+            self.movers = []
+            self.picks = [[] for _ in range(n)]
+            self._clear_caches()
+            return
+        self._start_derby()
+
+    # ----- strengths, filters, protections --------------------------------------------
+    def strengths(self) -> list[int]:
+        """Current Strength of every card in a lineup (printed + Ongoing, never below 0)."""
+        if self._str is None:
+            self._str = self._compute_strengths(derby=False)
+        return self._str
+
+    def _compute_strengths(self, derby: bool) -> list[int]:
+        cs = self.game.cards
+        designs = cs.designs
+        cd = cs.card_design
+        st = cs.card_strength[:]
+        for q, lineup in enumerate(self.lineups):
+            if not lineup:
+                continue
+            base = {c: st[c] for c in lineup}
+            mods = dict.fromkeys(lineup, 0)
+            for s in lineup:
+                if not self.face_up[s]:
+                    continue
+                d = designs[cd[s]]
+                if d.timing == "ongoing":
+                    for op in d.ops:
+                        if op.op != "modify_strength" or not self._cond_ok(op.cond, q, s):
+                            continue
+                        amt = op.amount
+                        if op.per is not None:
+                            amt *= sum(1 for c in lineup if self._match_static(op.per, c, q, s))
+                        if op.scope == "self":
+                            mods[s] += amt
+                        else:
+                            for c in lineup:
+                                if c != s or op.scope == "all_yours":
+                                    mods[c] += amt
+                elif derby and d.timing == "derby":
+                    for op in d.ops:
+                        if op.op == "set_strength" and self._cond_ok(op.cond, q, s):
+                            base[s] = op.value
+                        elif op.op == "add_strength" and self._cond_ok(op.cond, q, s):
+                            base[s] += op.value
+            for c in lineup:
+                v = base[c] + mods[c]
+                st[c] = v if v > 0 else 0
+        return st
+
+    def projected_scores(self) -> tuple[list[int], list[int]]:
+        """Public: (each player's total if the Derby ended now, Derby abilities included;
+        players who would win by a Commander/Underdog-like condition)."""
+        return self._derby_scores()
+
+    def _derby_scores(self) -> tuple[list[int], list[int]]:
+        """(totals with Derby abilities, players who win by a Derby condition)."""
+        if self._scores is None:
+            self._scores = self._compute_derby_scores()
+        return self._scores
+
+    def _compute_derby_scores(self) -> tuple[list[int], list[int]]:
+        cs = self.game.cards
+        st = self._compute_strengths(derby=True)
+        totals = [sum(st[c] for c in lineup) for lineup in self.lineups]
+        special = set()
+        for q, lineup in enumerate(self.lineups):
+            for s in lineup:
+                d = cs.designs[cs.card_design[s]]
+                if self.face_up[s] and d.timing == "derby":
+                    for op in d.ops:
+                        if op.op == "win_if" and self._cond_ok(op.cond, q, s, totals):
+                            special.add(q)
+        return totals, sorted(special)
+
+    def _cond_ok(self, cond: tuple, q: int, source: int, totals: list[int] | None = None) -> bool:
+        cs = self.game.cards
+        for key, v in cond:
+            lineup = self.lineups[q] if q >= 0 else []
+            if key == "min_combatants":
+                ok = len(lineup) >= v
+            elif key == "controls_type":
+                ok = any(cs.card_type[c] == v for c in lineup)
+            elif key == "min_distinct_types":
+                ok = len({cs.card_type[c] for c in lineup}) >= v
+            elif key == "strictly_lowest_total":
+                ok = totals is not None and all(
+                    totals[q] < totals[o] for o in range(len(totals)) if o != q
+                )
+            elif key == "only_of_type_this_turn":
+                ok = not any(
+                    self.this_turn[c] and cs.card_type[c] == v and c != source
+                    for lin in self.lineups
+                    for c in lin
+                )
+            else:  # pragma: no cover - validated when loading
+                raise AssertionError(key)
+            if not ok:
+                return False
+        return True
+
+    def _match_static(self, f: Filter, c: int, player: int, source: int) -> bool:
+        """Filter test without Strength bounds (used while computing Strengths)."""
+        q = self.owner[c]
+        if (f.owner == "you" and q != player) or (f.owner == "other" and q == player):
+            return False
+        if f.other and c == source:
+            return False
+        if f.this_turn is not None and self.this_turn[c] != f.this_turn:
+            return False
+        if (f.face == "up" and not self.face_up[c]) or (f.face == "down" and self.face_up[c]):
+            return False
+        return f.types is None or self.game.cards.card_type[c] in f.types
+
+    def _match(self, f: Filter, c: int, player: int, source: int) -> bool:
+        if not self._match_static(f, c, player, source):
+            return False
+        if f.strength_min is None and f.strength_max is None:
+            return True
+        s = self.strengths()[c]
+        return not (
+            (f.strength_min is not None and s < f.strength_min)
+            or (f.strength_max is not None and s > f.strength_max)
+        )
+
+    def _lineup_cards(self, f: Filter, player: int, source: int) -> list[int]:
+        out = []
+        for q, lineup in enumerate(self.lineups):
+            if (f.owner == "you" and q != player) or (f.owner == "other" and q == player):
+                continue
+            out += [c for c in lineup if self._match(f, c, player, source)]
+        return out
+
+    def _protectors(self) -> list[tuple[int, int, Op]]:
+        """Active protections: (protected player, source card, op) for Turn effects (bound to
+        the deploying player) and Ongoing ones (face-up cards, their current controller)."""
+        if self._prot is None:
+            cs = self.game.cards
+            out = []
+            for p, src, d in self.turn_protect:
+                out += [(p, src, op) for op in cs.designs[d].ops if op.op == "protect"]
+            for q, lineup in enumerate(self.lineups):
+                for s in lineup:
+                    d = cs.designs[cs.card_design[s]]
+                    if self.face_up[s] and d.timing == "ongoing":
+                        out += [
+                            (q, s, op)
+                            for op in d.ops
+                            if op.op == "protect" and self._cond_ok(op.cond, q, s)
+                        ]
+            self._prot = out
+        return self._prot
+
+    def protected(self, c: int, kind: str, actor: int) -> bool:
+        """Whether card ``c`` cannot be discarded / swapped (``kind``) by ``actor``'s ability."""
+        for p, src, op in self._protectors():
+            if kind in op.against and (op.source == "any" or actor != p):
+                if self._match(op.targets, c, p, src):
+                    return True
+        return False
+
+    # ----- Instant abilities ----------------------------------------------------------
+    def _target_action(self, c: int, player: int) -> int:
+        g = self.game
+        q = self.owner[c]
+        r = (q - player) % g.num_players
+        return g._offsets["target"] + r * g.slots + self.lineups[q].index(c)
+
+    def _advance(self, t: Task) -> None:
+        """Run task ``t`` until it needs a decision or is done (effects are only recorded)."""
+        g = self.game
+        cs = g.cards
+        off = g._offsets
+        while not t.done and t.opts is None:
+            ops = cs.designs[t.design].ops
+            if t.i >= len(ops):
+                t.done = True
+                return
+            op: Op = ops[t.i]
+            if op.cond and not self._cond_ok(op.cond, t.player, t.card):
+                t.i += 1
+                continue
+            kind = op.op
+            if kind in ("discard", "face_down"):
+                if op.select == "self":
+                    if self.owner[t.card] >= 0 and not (
+                        kind == "discard" and self.protected(t.card, "discard", t.player)
+                    ):
+                        t.effects.append((kind, t.card, t.card))
+                    t.i += 1
+                    continue
+                cands = self._lineup_cards(op.targets, t.player, t.card)
+                if op.select == "choose":
+                    if kind == "discard":
+                        cands = [c for c in cands if not self.protected(c, "discard", t.player)]
+                    opts = {self._target_action(c, t.player): c for c in cands}
+                    if not self._offer(
+                        t, op, opts, K_DISCARD if kind == "discard" else K_FACE_DOWN
+                    ):
+                        return
+                    continue
+                chosen = self._mass_select(op.select, cands)
+                for c in chosen:
+                    if kind == "face_down" or not self.protected(c, "discard", t.player):
+                        t.effects.append((kind, c, t.card))
+                t.i += 1
+            elif kind == "gain":
+                pile = (
+                    self.discard_turn if op.source_pile == "discarded_this_turn" else self.discard
+                )
+                opts = {}
+                for c in pile:
+                    if self._match_pile(op.targets, c):
+                        opts[off["gain"] + cs.card_design[c]] = cs.card_design[c]
+                if not self._offer(t, op, opts, K_GAIN):
+                    return
+            elif kind == "swap":
+                if t.stage == 0:
+                    takes = [
+                        c
+                        for c in self._lineup_cards(op.take, t.player, t.card)
+                        if self.owner[c] != t.player and not self.protected(c, "swap", t.player)
+                    ]
+                    gives = self._gives(op, t)
+                    if not takes or not gives:
+                        t.done = True  # fizzles
+                        t.log.append(("fizzle", t.card))
+                        return
+                    opts = {self._target_action(c, t.player): c for c in takes}
+                    if not self._offer(t, op, opts, K_TAKE):
+                        return
+                else:
+                    gives = self._gives(op, t)
+                    opts = {self._target_action(c, t.player): c for c in gives}
+                    if len(opts) > 1:
+                        t.opts, t.kind, t.may = opts, K_GIVE, False
+                        return
+                    give = next(iter(opts.values()))
+                    t.effects.append(("swap", t.player, give, t.take, t.card))
+                    t.stage, t.take = 0, -1
+                    t.i += 1
+            elif kind == "copy_instant":
+                opts = {}
+                for c in self._lineup_cards(op.targets, t.player, t.card):
+                    d = cs.designs[cs.card_design[c]]
+                    if self.face_up[c] and d.has_instant and not d.copies_instant:
+                        opts[off["copy"] + d.index] = d.index
+                if not self._offer(t, op, opts, K_COPY):
+                    return
+            else:  # pragma: no cover - validated when loading
+                raise AssertionError(kind)
+
+    def _gives(self, op: Op, t: Task) -> list[int]:
+        if op.give is None:
+            return [t.card] if self.owner[t.card] == t.player else []
+        return [
+            c
+            for c in self._lineup_cards(op.give, t.player, t.card)
+            if self.owner[c] == t.player and not self.protected(c, "swap", t.player)
+        ]
+
+    def _match_pile(self, f: Filter | None, c: int) -> bool:
+        if f is None:
+            return True
+        cs = self.game.cards
+        s = cs.card_strength[c]
+        if f.types is not None and cs.card_type[c] not in f.types:
+            return False
+        if f.strength_min is not None and s < f.strength_min:
+            return False
+        return f.strength_max is None or s <= f.strength_max
+
+    def _offer(self, t: Task, op: Op, opts: dict[int, int], kind: int) -> bool:
+        """Offer a choice. Returns False if the task stops here (decision pending or fizzled);
+        True if the choice was taken automatically (the task goes on)."""
+        if not opts:
+            t.done = True  # nothing to choose: the rest of the ability fizzles
+            t.log.append(("fizzle", t.card))
+            return False
+        if op.may:
+            opts = dict(opts)
+            opts[self.game._offsets["decline"]] = -1
+        if len(opts) > 1:
+            t.opts, t.kind, t.may = opts, kind, op.may
+            return False
+        (value,) = opts.values()
+        self._record(t, kind, value)
+        return True
+
+    def _record(self, t: Task, kind: int, value: int) -> None:
+        """Apply a chosen ``value`` to task ``t`` (the op at ``t.i``)."""
+        if kind == K_DISCARD:
+            t.effects.append(("discard", value, t.card))
+        elif kind == K_FACE_DOWN:
+            t.effects.append(("face_down", value, t.card))
+        elif kind == K_GAIN:
+            whole = self.game.cards.designs[t.design].ops[t.i].source_pile == "discard"
+            t.effects.append(("gain", t.player, value, t.card, int(whole)))
+        elif kind == K_COPY:
+            t.log.append(("copy", t.card, value))
+            t.design = value
+            t.i = 0
+            return
+        elif kind == K_TAKE:
+            t.take = value
+            t.stage = 1
+            return
+        elif kind == K_GIVE:
+            t.effects.append(("swap", t.player, value, t.take, t.card))
+            t.stage, t.take = 0, -1
+        t.i += 1
+
+    def _decide(self, t: Task, action: int) -> None:
+        value = t.opts[action]
+        kind = t.kind
+        t.opts = None
+        t.made += 1
+        if action == self.game._offsets["decline"]:
+            t.done = True
+            t.log.append(("decline", t.card))
+            return
+        if action == self.game._offsets["accept"]:
+            t.i += 1
+            return
+        self._record(t, kind, value)
+
+    def _mass_select(self, select: str, cands: list[int]) -> list[int]:
+        if select == "all" or not cands:
+            return cands
+        st = self.strengths()
+        if select == "lowest_each_player":
+            out = []
+            for q in range(self.game.num_players):
+                mine = [c for c in cands if self.owner[c] == q]
+                if mine:
+                    low = min(st[c] for c in mine)
+                    out += [c for c in mine if st[c] == low]
+            return out
+        if select == "single_strongest":
+            top = max(st[c] for c in cands)
+            best = [c for c in cands if st[c] == top]
+            return best if len(best) == 1 else []
+        raise AssertionError(select)  # pragma: no cover
+
+    def _apply_level(self) -> None:
+        """Apply the effects of every Instant of the level together."""
+        cs = self.game.cards
+        discards: list[tuple[int, int]] = []
+        face_downs: list[tuple[int, int]] = []
+        gains: list[tuple[int, int, int, int]] = []
+        swaps: list[tuple[int, int, int, int]] = []
+        for t in self.tasks:
+            for e in t.effects:
+                if e[0] == "discard":
+                    discards.append((e[1], e[2]))
+                elif e[0] == "face_down":
+                    face_downs.append((e[1], e[2]))
+                elif e[0] == "gain":
+                    gains.append((e[1], e[2], e[3], e[4]))
+                else:
+                    swaps.append((e[1], e[2], e[3], e[4]))
+            self.events += t.log
+        self.tasks = []
+        piles_before = (self.discard_turn[:], self.discard[:])
+        for c, src in discards:
+            q = self.owner[c]
+            if q < 0:
+                continue  # already discarded by another effect of this level
+            self.lineups[q].remove(c)
+            self.owner[c] = -1
+            self.this_turn[c] = False
+            self.face_up[c] = True
+            self.discard.append(c)
+            self.discard_turn.append(c)
+            self.events.append(("discard", c, src, q))
+            if c in self.queue:  # discarded before its Instant resolved: cancelled
+                self.queue.remove(c)
+                self.events.append(("cancel", c))
+        for c, src in face_downs:
+            if self.owner[c] >= 0 and self.face_up[c]:
+                self.face_up[c] = False
+                self.events.append(("face_down", c, src, self.owner[c]))
+        if gains:
+            wanted: dict[tuple[int, int], list[tuple[int, int]]] = {}
+            for p, d, src, whole in gains:
+                wanted.setdefault((d, whole), []).append((p, src))
+            for (d, whole), who in wanted.items():
+                avail = [
+                    c
+                    for c in piles_before[whole]
+                    if cs.card_design[c] == d and self.owner[c] < 0 and c in self.discard
+                ]
+                if len(who) > len(avail):
+                    self.events.append(("contested", d))
+                    continue
+                for (p, src), c in zip(who, avail, strict=False):
+                    self.discard.remove(c)
+                    if c in self.discard_turn:
+                        self.discard_turn.remove(c)
+                    self.lineups[p].append(c)
+                    self.owner[c] = p
+                    self.face_up[c] = True
+                    self.this_turn[c] = False
+                    self.instant_done[c] = True
+                    self.events.append(("gain", p, c, src))
+        if swaps:
+            seen: dict[int, int] = {}
+            for _, give, take, _src in swaps:
+                seen[give] = seen.get(give, 0) + 1
+                seen[take] = seen.get(take, 0) + 1
+            for p, give, take, src in swaps:
+                q = self.owner[take]
+                if seen[give] > 1 or seen[take] > 1 or self.owner[give] != p or q < 0 or q == p:
+                    self.events.append(("swap_failed", src))
+                    continue
+                a, b = self.lineups[p], self.lineups[q]
+                a[a.index(give)] = take
+                b[b.index(take)] = give
+                self.owner[give], self.owner[take] = q, p
+                self.this_turn[give] = self.this_turn[take] = False
+                self.events.append(("swap", p, give, take, q, src))
+        self._str = self._prot = self._scores = None
+
+    # ----- outcome --------------------------------------------------------------------
+    def winners(self) -> list[int]:
+        return self.final_winners[:] if self.phase == OVER else []
+
+    def returns(self, mode: str = "win") -> np.ndarray:
+        if mode == "derbies":
+            return np.array(self.wins, np.float64)
+        return win_share_returns(self.winners(), self.game.num_players)
+
+    # ----- information ----------------------------------------------------------------
+    def all_cards(self) -> list[int]:
+        """Every card of this Derby's deck, wherever it is (hands, lineups, discard, unused)."""
+        out = self.discard + self.unused
+        for h in self.hands:
+            out += h
+        for x in self.lineups:
+            out += x
+        return out
+
+    def known_seats(self, player: int) -> list[int]:
+        """Seats whose hand ``player`` knows from the draft: it held that hand ``r`` turns ago
+        (r = relative seat) and every card taken out of it since was revealed."""
+        n = self.game.num_players
+        if self.phase == OVER:
+            return []
+        return [(player + r) % n for r in range(1, n) if r <= self.turn]
+
+    def unknown_cards(self, player: int) -> list[int]:
+        """Cards of this Derby's deck whose whereabouts ``player`` does not know."""
+        n = self.game.num_players
+        out = self.unused[:]
+        if self.phase == OVER:
+            return out
+        for r in range(1, n):
+            if r > self.turn:
+                out += self.hands[(player + r) % n]
+        return out
+
+    def observation(self, player: int) -> np.ndarray:
+        g = self.game
+        pub = self._pub
+        if pub is None:
+            pub = self._pub = self._build_public()
+        priv = self._priv.get(player)
+        if priv is None:
+            priv = self._priv[player] = self._build_private(player)
+        return np.concatenate((priv, pub[g._public_perm[player]]))
+
+    def _build_private(self, p: int) -> np.ndarray:
+        g = self.game
+        cs = g.cards
+        cd = cs.card_design
+        o = g._starts
+        D = g.num_designs
+        n = g._n
+        v = [0.0] * g.private_size  # a list: element writes are far cheaper than on arrays
+        if self.phase == OVER:
+            return np.array(v, np.float32)
+        v[0] = float(p in self.movers)
+        h = o["hand"]
+        for c in self.hands[p]:
+            v[h + cd[c]] += 1
+        for d in self.picks[p]:
+            v[h + d] -= 1
+            v[o["picks"] + d] += 1
+        if self.phase == DEPLOY:
+            v[o["picks_left"]] = (g.picks_per_turn - len(self.picks[p])) / g.picks_per_turn
+        for r in range(1, min(self.turn, n - 1) + 1):
+            v[o["known"] + r - 1] = 1.0
+            base = o["known_hands"] + (r - 1) * D
+            for c in self.hands[(p + r) % n]:
+                v[base + cd[c]] += 1
+        unknown = self.unknown_cards(p)
+        u, t0 = o["unseen"], o["unseen_types"]
+        ct = cs.card_type
+        for c in unknown:
+            v[u + cd[c]] += 1
+            v[t0 + ct[c]] += 1
+        if g.params["variant"] == "mekk_mania":
+            # also the cards still in the box: the whole pool minus what is known
+            for c in self.deck:
+                v[u + cd[c]] -= 1
+            for d, k in enumerate(g.pool_design_counts):
+                v[u + d] += float(k)
+        v[o["unknown_cards"]] = len(unknown) / cs.num_cards
+        if self.phase == CHOOSE:
+            mine = [t for t in self.tasks if t.player == p and t.opts is not None]
+            if mine:
+                t = mine[0]
+                v[o["decision_kind"] + t.kind] = 1.0
+                v[o["decision_may"]] = float(t.may)
+                v[o["decision_card"] + t.card_design] = 1.0
+                v[o["decision_ability"] + t.design] = 1.0
+                v[o["decisions_left"]] = min(len(mine), 8) / 8
+        return np.array(v, np.float32)
+
+    def _build_public(self) -> np.ndarray:
+        g = self.game
+        cs = g.cards
+        cd = cs.card_design
+        base = g.private_size
+        o = {k: v - base for k, v in g._starts.items()}
+        D, n, S = g.num_designs, g._n, g.slots
+        v = np.zeros(g.observation_size - base, np.float32)
+        v[o["phase"] + self.phase] = 1
+        v[o["progress"]] = self.derby / g.params["max_derbies"]
+        v[o["progress"] + 1] = min(self.turn / max(g.turns_per_derby - 1, 1), 1.0)
+        v[o["level"] + (self.level if self.phase == CHOOSE else g.max_level + 1)] = 1
+        v[o["instants_stopped"]] = bool(self.stoppers)
+        wn = g.params["wins_needed"]
+        v[o["wins"] : o["wins"] + n] = [w / wn for w in self.wins]
+        for q in self.last_winners:
+            v[o["last_winners"] + q] = 1
+        if self.phase == OVER:
+            return v
+        totals, special = self._derby_scores()
+        st = self.strengths()
+        F = D + LINEUP_EXTRA
+        # every Instant of the level counts as pending until the level is applied: whether a
+        # player has already made its (hidden) choice must not show
+        queued = set(self.queue)
+        queued.update(t.card for t in self.tasks)
+        guarded = bool(self._protectors())
+        hs, nc = g.hand_size, o["hand_sizes"]
+        v[nc : nc + n] = [len(h) / hs for h in self.hands]
+        v[o["combatants"] : o["combatants"] + n] = [len(x) / S for x in self.lineups]
+        v[o["totals"] : o["totals"] + n] = [min(t, TOTAL_CAP) / 10 for t in totals]
+        for q in special:
+            v[o["special_win"] + q] = 1
+        idx: list[int] = []
+        vals: list[float] = []
+        L = o["lineups"]
+        for q in range(n):
+            others = (q + 1) % n  # any other player: protections are "vs others"
+            for k, c in enumerate(self.lineups[q]):
+                at = L + (q * S + k) * F
+                idx += (at + cd[c], at + D, at + D + 1, at + D + 2, at + D + 5)
+                vals += (
+                    1.0,
+                    self.face_up[c],
+                    self.this_turn[c],
+                    c in queued,
+                    min(st[c], STRENGTH_CAP) / 4,
+                )
+                if guarded:
+                    idx += (at + D + 3, at + D + 4)
+                    vals += (
+                        self.protected(c, "discard", others),
+                        self.protected(c, "swap", others),
+                    )
+        if idx:
+            v[idx] = vals
+        for c in self.discard:
+            v[o["discard"] + cd[c]] += 1
+        for c in self.discard_turn:
+            v[o["discarded_this_turn"] + cd[c]] += 1
+        return v
+
+    def resample_hidden(self, player: int, rng: np.random.Generator) -> DemolitionDerbyState:
+        """Re-deal what ``player`` cannot see: the cards of unknown hands and the unused cards
+        (Mekk Mania: which cards of each type are in the deck at all), the other players'
+        pending deploy picks and ability choices, and all future chance."""
+        g = self.game
+        cs = g.cards
+        s = self.clone()
+        s.rng = np.random.default_rng(int(rng.integers(2**63 - 1)))
+        if s.phase == OVER:
+            return s
+        n = g.num_players
+        seats = [(player + r) % n for r in range(1, n) if r > s.turn]
+        unknown = s.unknown_cards(player)
+        if g.params["variant"] == "mekk_mania":
+            known = set(s.deck) - set(unknown)
+            by_type: list[list[int]] = [[] for _ in cs.types]
+            for c in cs.mekk_pool():
+                if c not in known:
+                    by_type[cs.card_type[c]].append(c)
+            need = cs.type_counts(unknown)
+            fresh = []
+            for t, k in enumerate(need):
+                if k:
+                    fresh += rng.choice(by_type[t], size=k, replace=False).tolist()
+            s.deck = sorted(known | set(fresh))
+        else:
+            fresh = unknown[:]
+        order = rng.permutation(len(fresh)).tolist()
+        fresh = [fresh[i] for i in order]
+        i = 0
+        for q in seats:
+            k = len(s.hands[q])
+            s.hands[q] = fresh[i : i + k]
+            i += k
+        s.unused = fresh[i:]
+        # Other players' hidden choices of this phase, re-drawn legally.
+        if s.phase == DEPLOY:
+            for q in range(n):
+                if q != player and s.picks[q]:
+                    m = len(s.picks[q])
+                    s.picks[q] = []
+                    for _ in range(m):
+                        avail = s._hand_counts(q, minus_picks=True)
+                        legal = [d for d, k in enumerate(avail) if k > 0]
+                        s.picks[q].append(legal[int(rng.integers(len(legal)))])
+        elif s.phase == CHOOSE:
+            for t in s.tasks:
+                if t.player != player and t.made:
+                    s._redraw_task(t, rng)
+            s.movers = sorted({t.player for t in s.tasks if t.opts is not None})
+        s._clear_caches()
+        return s
+
+    def _redraw_task(self, t: Task, rng: np.random.Generator) -> None:
+        made, was_done = t.made, t.opts is None
+        t.design, t.i, t.stage, t.take = t.card_design, 0, 0, -1
+        t.effects, t.opts, t.kind, t.may, t.made, t.done = [], None, -1, False, 0, False
+        t.log = []
+        self._advance(t)
+        while t.opts is not None and (was_done or t.made < made):
+            acts = list(t.opts)
+            self._decide(t, acts[int(rng.integers(len(acts)))])
+            self._advance(t)
+
+    # ----- text -----------------------------------------------------------------------
+    def card_label(self, c: int) -> str:
+        return self.game.cards.designs[self.game.cards.card_design[c]].name
+
+    def action_to_string(self, player: int, action: int) -> str:
+        g = self.game
+        off = g._offsets
+        if off["target"] <= action < off["gain"]:
+            r, k = divmod(action - off["target"], g.slots)
+            q = (player + r) % g.num_players
+            verb = "target"
+            if self.phase == CHOOSE and player in self.movers:
+                kind = self._pending_task(player).kind
+                verb = {K_DISCARD: "discard", K_FACE_DOWN: "turn face down", K_TAKE: "swap for",
+                        K_GIVE: "give"}.get(kind, "target")  # fmt: skip
+            if k < len(self.lineups[q]):
+                return f"{verb} player_{q}'s {self.card_label(self.lineups[q][k])} (slot {k})"
+            return f"{verb} player_{q} slot {k}"
+        return g.action_name(action)
+
+    def _event_text(self, e: tuple) -> str:
+        name = self.card_label
+        kind = e[0]
+        if kind == "turn":
+            return f"Derby {e[1] + 1}, turn {e[2] + 1}:"
+        if kind == "reveal":
+            return f"  player_{e[1]} reveals {name(e[2])}"
+        if kind == "discard":
+            return f"  {name(e[2])} discards player_{e[3]}'s {name(e[1])}"
+        if kind == "face_down":
+            return f"  {name(e[2])} turns player_{e[3]}'s {name(e[1])} face down"
+        if kind == "gain":
+            return f"  {name(e[3])}: player_{e[1]} gains {name(e[2])}"
+        if kind == "swap":
+            return (
+                f"  {name(e[5])}: player_{e[1]} swaps {name(e[2])} for player_{e[4]}'s {name(e[3])}"
+            )
+        if kind == "copy":
+            return f"  {name(e[1])} copies {self.game.cards.designs[e[2]].name}"
+        if kind == "cancel":
+            return f"  {name(e[1])} was discarded before resolving"
+        if kind == "stopped":
+            return f"  {name(e[1])} does not resolve (Instants stopped)"
+        if kind == "fizzle":
+            return f"  {name(e[1])} fizzles (nothing to choose)"
+        if kind == "decline":
+            return f"  {name(e[1])}: declined"
+        if kind == "contested":
+            return f"  contested gain of {self.game.cards.designs[e[1]].name}: nobody gains it"
+        if kind == "swap_failed":
+            return f"  {name(e[1])}: contested swap, nothing happens"
+        if kind == "derby":
+            return f"Derby {e[1] + 1} won by {', '.join(f'player_{w}' for w in e[2])} ({e[3]})"
+        return str(e)
+
+    def render_text(self, player: int | None = None) -> str:
+        g = self.game
+        n = g.num_players
+        head = f"Demolition Derby ({g.params['variant']}, cards: {g.cards.name}) — " + (
+            f"match over, winners: {', '.join(f'player_{w}' for w in self.final_winners)}"
+            if self.phase == OVER
+            else f"Derby {self.derby + 1}, turn {self.turn + 1}/{g.turns_per_derby}, "
+            + ("deploying" if self.phase == DEPLOY else f"resolving Strength {self.level} Instants")
+        )
+        lines = [head, "wins: " + ", ".join(f"player_{q} {self.wins[q]}" for q in range(n))]
+        st = self.strengths()
+        known = set(self.known_seats(player)) if player is not None else set(range(n))
+        if player is not None:
+            known.add(player)
+        for q in range(n):
+            if q in known:
+                hand = ", ".join(sorted(self.card_label(c) for c in self.hands[q])) or "-"
+            else:
+                hand = f"{len(self.hands[q])} cards"
+            picks = ""
+            if self.picks[q]:
+                if player is None or player == q:
+                    picks = "  picked: " + ", ".join(g.cards.designs[d].name for d in self.picks[q])
+                else:
+                    picks = "  (picked)"
+            todo = "  <- to act" if q in self.movers else ""
+            lines.append(f"  player_{q}: hand [{hand}]{picks}{todo}")
+            cards = []
+            for c in self.lineups[q]:
+                mark = "" if self.face_up[c] else " (face down)"
+                new = "*" if self.this_turn[c] else ""
+                cards.append(f"{self.card_label(c)}{new} {st[c]}{mark}")
+            lines.append(f"    lineup: {'; '.join(cards) or '-'}")
+        if self.discard:
+            lines.append(
+                "  discard: " + ", ".join(sorted(self.card_label(c) for c in self.discard))
+            )
+        if self.events:
+            lines.append("last events:")
+            lines += [self._event_text(e) for e in self.events]
+        if self.last_derby is not None:
+            ld = self.last_derby
+            lines.append(
+                f"last Derby ({ld['derby'] + 1}): totals {ld['totals']}, combatants "
+                f"{ld['combatants']}, winners {ld['winners']} ({ld['reason']})"
+            )
+        return "\n".join(lines)
+
+    # ----- copying and saving ---------------------------------------------------------
+    def clone(self) -> DemolitionDerbyState:
+        s = DemolitionDerbyState.__new__(DemolitionDerbyState)
+        d = s.__dict__
+        d.update(self.__dict__)
+        s.rng = np.random.Generator(type(self.rng.bit_generator)())
+        s.rng.bit_generator.state = self.rng.bit_generator.state
+        s.wins = self.wins[:]
+        s.deck = self.deck[:]
+        s.hands = [h[:] for h in self.hands]
+        s.lineups = [x[:] for x in self.lineups]
+        s.discard = self.discard[:]
+        s.discard_turn = self.discard_turn[:]
+        s.unused = self.unused[:]
+        s.owner = self.owner[:]
+        s.face_up = self.face_up[:]
+        s.this_turn = self.this_turn[:]
+        s.instant_done = self.instant_done[:]
+        s.picks = [x[:] for x in self.picks]
+        s.turn_protect = self.turn_protect[:]
+        s.stoppers = self.stoppers[:]
+        s.queue = self.queue[:]
+        s.tasks = [t.copy() for t in self.tasks]
+        s.movers = self.movers[:]
+        s.last_winners = self.last_winners[:]
+        s.final_winners = self.final_winners[:]
+        s.events = self.events[:]
+        # caches: arrays are rebuilt, never mutated in place, so sharing them is safe
+        s._masks = dict(self._masks)
+        s._priv = dict(self._priv)
+        return s  # last_derby is replaced, never mutated: sharing it is safe
+
+    def _dump(self) -> dict[str, Any]:
+        return {
+            "derby": self.derby,
+            "turn": self.turn,
+            "phase": self.phase,
+            "wins": self.wins[:],
+            "deck": self.deck[:],
+            "hands": [h[:] for h in self.hands],
+            "lineups": [x[:] for x in self.lineups],
+            "discard": self.discard[:],
+            "discard_turn": self.discard_turn[:],
+            "unused": self.unused[:],
+            "face_down": [c for c in range(len(self.face_up)) if not self.face_up[c]],
+            "this_turn": [c for c in range(len(self.this_turn)) if self.this_turn[c]],
+            "instant_done": [c for c in range(len(self.instant_done)) if self.instant_done[c]],
+            "picks": [x[:] for x in self.picks],
+            "turn_protect": [list(x) for x in self.turn_protect],
+            "stoppers": self.stoppers[:],
+            "queue": self.queue[:],
+            "level": self.level,
+            "tasks": [t.dump() for t in self.tasks],
+            "movers": self.movers[:],
+            "last_winners": self.last_winners[:],
+            "final_winners": self.final_winners[:],
+            "events": [list(e) for e in self.events],
+            "last_derby": self.last_derby,
+        }
+
+    def _load(self, d: Mapping[str, Any]) -> None:
+        g = self.game
+        n = g.num_players
+        cs = g.cards
+        N = cs.num_cards
+
+        def cards(x: Any) -> list[int]:
+            out = [int(c) for c in x]
+            if any(not 0 <= c < N for c in out):
+                raise ValueError(f"card id out of range in {x!r}")
+            return out
+
+        self.derby, self.turn, self.phase = int(d["derby"]), int(d["turn"]), int(d["phase"])
+        if self.phase not in (DEPLOY, CHOOSE, OVER):
+            raise ValueError(f"bad phase {self.phase}")
+        self.wins = [int(w) for w in d["wins"]]
+        self.deck = cards(d["deck"])
+        self.hands = [cards(h) for h in d["hands"]]
+        self.lineups = [cards(x) for x in d["lineups"]]
+        self.discard = cards(d["discard"])
+        self.discard_turn = cards(d["discard_turn"])
+        self.unused = cards(d["unused"])
+        if len(self.wins) != n or len(self.hands) != n or len(self.lineups) != n:
+            raise ValueError(f"expected {n} players")
+        self.owner = [-1] * N
+        for q, lineup in enumerate(self.lineups):
+            if len(lineup) > g.slots:
+                raise ValueError(f"lineup of player {q} exceeds {g.slots} slots")
+            for c in lineup:
+                self.owner[c] = q
+        self.face_up = [True] * N
+        for c in cards(d["face_down"]):
+            self.face_up[c] = False
+        self.this_turn = [False] * N
+        for c in cards(d["this_turn"]):
+            self.this_turn[c] = True
+        self.instant_done = [False] * N
+        for c in cards(d["instant_done"]):
+            self.instant_done[c] = True
+        self.picks = [[int(x) for x in p] for p in d["picks"]]
+        self.turn_protect = [(int(a), int(b), int(c)) for a, b, c in d["turn_protect"]]
+        self.stoppers = cards(d["stoppers"])
+        self.queue = cards(d["queue"])
+        self.level = int(d["level"])
+        self.tasks = [Task.load(t) for t in d["tasks"]]
+        self.movers = [int(p) for p in d["movers"]]
+        self.last_winners = [int(p) for p in d["last_winners"]]
+        self.final_winners = [int(p) for p in d["final_winners"]]
+        self.events = [tuple(e) for e in d["events"]]
+        self.last_derby = d["last_derby"]
+        everything = sorted(self.all_cards())
+        if everything != sorted(self.deck):
+            raise ValueError("cards are not conserved: hands + lineups + discard + unused != deck")
+        if len(self.picks) != n or any(not 0 <= x < g.num_designs for p in self.picks for x in p):
+            raise ValueError("bad picks")
+        self._clear_caches()
+
+    # ----- scenario set-up (tests, docs, analysis) ------------------------------------
+    def arrange(
+        self,
+        hands: list[list[str]],
+        lineups: list[list[str]] | None = None,
+        discard: list[str] | None = None,
+        turn: int = 0,
+        wins: list[int] | None = None,
+    ) -> DemolitionDerbyState:
+        """Replace the current Derby with a chosen position (at the start of a turn).
+
+        Cards are given by design name; a leading ``"~"`` puts a lineup card face down. Cards
+        are taken from the whole card set (player marks are ignored, so a scenario may use any
+        design at any player count); the deck of this Derby is the whole set, and every card
+        not placed is unused. Hands must be of equal size, larger than the picks per turn.
+        The next Derby is dealt normally. Returns ``self``.
+        """
+        g = self.game
+        cs = g.cards
+        n = g.num_players
+        lineups = lineups or [[] for _ in range(n)]
+        if len(hands) != n or len(lineups) != n:
+            raise InvalidParameterError(f"arrange: need {n} hands and {n} lineups")
+        sizes = {len(h) for h in hands}
+        if len(sizes) != 1 or sizes.pop() <= g.picks_per_turn:
+            raise InvalidParameterError("arrange: hands must be equal and larger than the picks")
+        pool = list(range(cs.num_cards))
+        free = pool[:]
+
+        def take(name: str) -> int:
+            if name not in cs.design_index:
+                raise InvalidParameterError(f"arrange: unknown card {name!r}")
+            d = cs.design_index[name]
+            for c in free:
+                if cs.card_design[c] == d:
+                    free.remove(c)
+                    return c
+            raise InvalidParameterError(f"arrange: no copy of {name!r} left in the card set")
+
+        N = cs.num_cards
+        self.owner = [-1] * N
+        self.face_up = [True] * N
+        self.this_turn = [False] * N
+        self.instant_done = [False] * N
+        self.hands = [[take(x) for x in h] for h in hands]
+        self.lineups = []
+        for q, lineup in enumerate(lineups):
+            row = []
+            for x in lineup:
+                c = take(x.lstrip("~"))
+                self.owner[c] = q
+                self.face_up[c] = not x.startswith("~")
+                row.append(c)
+            self.lineups.append(row)
+        self.discard = [take(x) for x in (discard or [])]
+        self.discard_turn = []
+        self.unused = free
+        self.deck = sorted(pool)
+        self.turn = turn
+        if wins is not None:
+            self.wins = list(wins)
+        self.turn_protect, self.stoppers, self.queue = [], [], []
+        self.events = []
+        self._start_turn()
+        return self
