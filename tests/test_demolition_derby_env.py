@@ -100,28 +100,19 @@ def test_registered_ids():
     assert env.observation_space.contains(obs)
 
 
-class _Legalize(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
-    """check_env samples actions without the mask; map an illegal sample to a legal action
-    (deterministically) so the checker exercises the env's API instead of its error path."""
-
-    def __init__(self, env):
-        gymnasium.utils.RecordConstructorArgs.__init__(self)
-        gymnasium.Wrapper.__init__(self, env)
-
-    def step(self, action):
-        legal = np.flatnonzero(self.env.unwrapped.action_masks())
-        a = int(action)
-        if a not in legal:
-            a = int(legal[a % len(legal)])
-        return self.env.step(a)
-
-
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
 @pytest.mark.parametrize("n", [2, 4, 6])
 def test_gymnasium_check_env(n):
-    env = gymnasium.make("derby_envs/DemolitionDerby-v0", num_players=n, render_mode="ansi")
-    check_env(_Legalize(env.unwrapped))
-    # and unmasked illegal actions raise with the legal ones named
+    # check_env samples actions without the mask: "penalize" ends the episode on an illegal one
+    checked = gymnasium.make(
+        "derby_envs/DemolitionDerby-v0",
+        num_players=n,
+        render_mode="ansi",
+        illegal_action="penalize",
+    )
+    check_env(checked.unwrapped)
+    # and by default unmasked illegal actions raise with the legal ones named
+    env = gymnasium.make("derby_envs/DemolitionDerby-v0", num_players=n)
     env.reset(seed=0)
     with pytest.raises(IllegalActionError, match="legal actions"):
         env.unwrapped.step(env.unwrapped.game.num_actions - 1)

@@ -345,10 +345,6 @@ class DerbyGame(Game):
         return out
 
     @cached_property
-    def observation_size(self) -> int:
-        return max(s.stop for s in self.observation_slices.values())
-
-    @cached_property
     def layout(self) -> _Layout:
         return _Layout(self)
 

@@ -10,10 +10,7 @@ env.
 
 from __future__ import annotations
 
-from typing import Any
-
-from derby_envs.core.aec import ILLEGAL_ACTION_MODES, DerbyAECEnv
-from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.aec import DerbyAECEnv
 from derby_envs.core.single_agent import SingleAgentEnv
 from derby_envs.games.derby.engine import DerbyGame
 
@@ -33,47 +30,8 @@ class raw_env(DerbyAECEnv):  # noqa: N801 - PettingZoo's naming convention
 
 
 class DerbySingleAgentEnv(SingleAgentEnv):
-    """Derby for one learner (Gymnasium id ``derby_envs/Derby-v0``).
-
-    Arguments as :class:`~derby_envs.core.single_agent.SingleAgentEnv`, plus, as in the AEC env,
-    ``illegal_action``: ``"raise"`` (default: :class:`IllegalActionError` naming the legal
-    actions, state unchanged) or ``"penalize"`` (the episode ends, reward ``illegal_reward``,
-    ``info["illegal_action"] = True``). "penalize" lets tools that sample unmasked actions
-    (Gymnasium's ``check_env``) drive the env.
-    """
+    """Derby for one learner (Gymnasium id ``derby_envs/Derby-v0``); arguments as
+    :class:`~derby_envs.core.single_agent.SingleAgentEnv` (``illegal_action="penalize"`` lets
+    tools that sample unmasked actions, such as Gymnasium's ``check_env``, drive it)."""
 
     game_cls = DerbyGame
-
-    def __init__(
-        self, *args: Any, illegal_action: str = "raise", illegal_reward: float = -1.0, **kwargs: Any
-    ) -> None:
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise InvalidParameterError(
-                f"parameter 'illegal_action': got {illegal_action!r}, expected one of "
-                + ", ".join(repr(m) for m in ILLEGAL_ACTION_MODES)
-            )
-        super().__init__(*args, **kwargs)
-        self.illegal_action = illegal_action
-        self.illegal_reward = float(illegal_reward)
-        self._penalized = False
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._penalized = False
-        return super().reset(seed=seed, options=options)
-
-    def step(self, action: Any):
-        if self._penalized:
-            raise RuntimeError("the episode is over; call reset()")
-        state = self.game_state
-        if self.illegal_action == "penalize" and state is not None and not state.is_terminal():
-            try:
-                a = int(action)
-                ok = a == action and state.is_legal(self.seat, a)
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
-                self._penalized = True
-                info = self._info()
-                info["illegal_action"] = True
-                return self._obs(), self.illegal_reward, True, False, info
-        return super().step(action)
