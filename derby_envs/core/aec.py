@@ -20,6 +20,7 @@ from pettingzoo import AECEnv
 
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game, State
+from derby_envs.core.params import check_choice
 from derby_envs.core.render import close_env, render_env
 
 ILLEGAL_ACTION_MODES = ("raise", "penalize")
@@ -51,19 +52,11 @@ class GameEnvMixin:
         self.reward_mode = self.game.check_reward_mode(
             self.game.reward_modes[0] if reward_mode is None else reward_mode
         )
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise InvalidParameterError(
-                f"parameter 'illegal_action': got {illegal_action!r}, expected one of "
-                + ", ".join(repr(m) for m in ILLEGAL_ACTION_MODES)
-            )
-        self.illegal_action = illegal_action
+        self.illegal_action = check_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
         self.illegal_reward = float(illegal_reward)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidParameterError(
-                f"parameter 'render_mode': got {render_mode!r}, expected None or one of "
-                + ", ".join(repr(m) for m in self.metadata["render_modes"])
-            )
-        self.render_mode = render_mode
+        self.render_mode = check_choice(
+            "render_mode", render_mode, self.metadata["render_modes"], allow_none=True
+        )
         n = self.game.num_players
         self.possible_agents = [agent_name(i) for i in range(n)]
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}

@@ -240,6 +240,15 @@ class State(ABC):
         """Inverse of ``_dump`` on a blank state (``game`` and ``rng`` already set)."""
 
 
+def slices_from_sizes(sizes: Sequence[tuple[str, int]]) -> dict[str, slice]:
+    """Contiguous named slices, in order, from ``(name, size)`` pairs (observation layouts)."""
+    out, i = {}, 0
+    for name, size in sizes:
+        out[name] = slice(i, i + size)
+        i += size
+    return out
+
+
 def win_share_returns(winners: Sequence[int], num_players: int) -> np.ndarray:
     """The ``"win"`` reward: winners split 1, everyone pays 1/n, so the returns sum to 0."""
     if not winners:  # no result yet

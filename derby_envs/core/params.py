@@ -146,3 +146,13 @@ def describe_params(spec: Sequence[Param]) -> list[dict[str, str]]:
         default = "(derived)" if callable(p.default) else repr(p.default)
         rows.append({"name": p.name, "default": default, "allowed": p.allowed(), "doc": p.doc})
     return rows
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any], allow_none: bool = False) -> Any:
+    """``value`` if it is one of ``choices`` (or None when allowed), else InvalidParameterError."""
+    if (value is None and allow_none) or (value is not None and value in choices):
+        return value
+    allowed = ", ".join(repr(c) for c in choices)
+    raise InvalidParameterError(
+        f"parameter {name!r}: got {value!r}, expected {'None or ' if allow_none else ''}one of {allowed}"
+    )

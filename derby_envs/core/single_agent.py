@@ -16,6 +16,7 @@ import numpy as np
 from derby_envs.core.aec import ILLEGAL_ACTION_MODES
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game, State
+from derby_envs.core.params import check_choice
 from derby_envs.core.policy import choose, resolve_policy
 from derby_envs.core.render import close_env, render_env
 
@@ -59,12 +60,7 @@ class SingleAgentEnv(gymnasium.Env):
         illegal_reward: float = -1.0,
         **game_params: Any,
     ) -> None:
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise InvalidParameterError(
-                f"parameter 'illegal_action': got {illegal_action!r}, expected one of "
-                + ", ".join(repr(m) for m in ILLEGAL_ACTION_MODES)
-            )
-        self.illegal_action = illegal_action
+        self.illegal_action = check_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
         self.illegal_reward = float(illegal_reward)
         self._penalized = False
         if num_players is not None:
@@ -90,12 +86,9 @@ class SingleAgentEnv(gymnasium.Env):
                 f"parameter 'opponents': got {len(opponents)} policies, expected 1 or {n - 1}"
             )
         self.opponents = [resolve_policy(o, self.game) for o in opponents]
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidParameterError(
-                f"parameter 'render_mode': got {render_mode!r}, expected None or one of "
-                + ", ".join(repr(m) for m in self.metadata["render_modes"])
-            )
-        self.render_mode = render_mode
+        self.render_mode = check_choice(
+            "render_mode", render_mode, self.metadata["render_modes"], allow_none=True
+        )
         low, high = self.game.observation_bounds()
         self.observation_space = gymnasium.spaces.Box(low=low, high=high, dtype=np.float32)
         self.action_space = gymnasium.spaces.Discrete(self.game.num_actions)

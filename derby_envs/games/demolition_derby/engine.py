@@ -107,7 +107,7 @@ from typing import Any
 import numpy as np
 
 from derby_envs.core.errors import InvalidParameterError
-from derby_envs.core.game import Game, State, win_share_returns
+from derby_envs.core.game import Game, State, slices_from_sizes, win_share_returns
 from derby_envs.core.params import Param
 from derby_envs.games.demolition_derby.cards import PRESETS, CardSet, Filter, Op, load_card_set
 
@@ -239,11 +239,7 @@ class DemolitionDerbyGame(Game):
             ("totals", n), ("special_win", n), ("last_winners", n),
             ("lineups", n * S * (D + LINEUP_EXTRA)), ("discard", D), ("discarded_this_turn", D),
         ]  # fmt: skip
-        out, i = {}, 0
-        for name, size in sizes:
-            out[name] = slice(i, i + size)
-            i += size
-        return out
+        return slices_from_sizes(sizes)
 
     @cached_property
     def _starts(self) -> dict[str, int]:

@@ -91,7 +91,7 @@ from typing import Any
 import numpy as np
 
 from derby_envs.core.errors import InvalidParameterError
-from derby_envs.core.game import Game, State, win_share_returns
+from derby_envs.core.game import Game, State, slices_from_sizes, win_share_returns
 from derby_envs.core.params import Param
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -338,11 +338,7 @@ class DerbyGame(Game):
             ("own_tickets", 2 * NUM_HORSES), ("stock_up", 2 * NUM_HORSES),
             ("opp_tickets", 2 * NUM_HORSES * (n - 1)), ("stock_down", 2 * NUM_HORSES * D),
         ]  # fmt: skip
-        out, i = {}, 0
-        for name, size in sizes:
-            out[name] = slice(i, i + size)
-            i += size
-        return out
+        return slices_from_sizes(sizes)
 
     @cached_property
     def layout(self) -> _Layout:

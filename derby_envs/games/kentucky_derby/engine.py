@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from derby_envs.core.errors import InvalidParameterError
-from derby_envs.core.game import Game, State, win_share_returns
+from derby_envs.core.game import Game, State, slices_from_sizes, win_share_returns
 from derby_envs.core.params import Param
 
 HORSES = ("Hearts", "Diamonds", "Spades", "Clubs")
@@ -215,11 +215,7 @@ class KentuckyDerbyGame(Game):
             ("stake_pot", 1), ("backers", 4), ("stakes_on", 4), ("odds", 4),
             ("pool_share", 4), ("max_stake", 1), ("last_first", 4), ("last_second", 4),
         ]  # fmt: skip
-        out, i = {}, 0
-        for name, size in sizes:
-            out[name] = slice(i, i + size)
-            i += size
-        return out
+        return slices_from_sizes(sizes)
 
     def action_name(self, action: int) -> str:
         horse, stake = divmod(int(action), self.stake_levels)
