@@ -55,71 +55,79 @@ def _median_rate(fn: Callable[[float], tuple[int, int]], seconds: float, repeats
     }
 
 
-def engine_loop(game_name: str, num_players: int) -> Callable[[float], tuple[int, int]]:
-    game = make_game(game_name, num_players=num_players)
+def _timed_games(
+    play_one: Callable[[int, np.random.Generator], int],
+) -> Callable[[float], tuple[int, int]]:
+    """``run(seconds) -> (steps, games)``: whole games of ``play_one(seed, rng) -> steps``,
+    new seeds each game, until ``seconds`` have passed."""
     rng = np.random.default_rng(0)
-    seed = iter(range(10**9))
+    seeds = iter(range(10**9))
 
     def run(seconds: float) -> tuple[int, int]:
         steps = games = 0
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
-            state = game.new_initial_state(next(seed))
-            while not state.is_terminal():
-                p = state.current_players()[0]
-                legal = np.flatnonzero(state.legal_mask(p))
-                state.apply_action(p, int(legal[rng.integers(legal.size)]))
-                steps += 1
+            steps += play_one(next(seeds), rng)
             games += 1
         return steps, games
 
     return run
+
+
+def _random_legal(mask: np.ndarray, rng: np.random.Generator) -> int:
+    legal = np.flatnonzero(mask)
+    return int(legal[rng.integers(legal.size)])
+
+
+def engine_loop(game_name: str, num_players: int) -> Callable[[float], tuple[int, int]]:
+    """The raw engine: ``apply_action`` with random legal actions, no env around it."""
+    game = make_game(game_name, num_players=num_players)
+
+    def play_one(seed: int, rng: np.random.Generator) -> int:
+        state = game.new_initial_state(seed)
+        steps = 0
+        while not state.is_terminal():
+            p = state.current_players()[0]
+            state.apply_action(p, _random_legal(state.legal_mask(p), rng))
+            steps += 1
+        return steps
+
+    return _timed_games(play_one)
 
 
 def aec_loop(env: Any) -> Callable[[float], tuple[int, int]]:
     """PettingZoo's standard AEC loop with random legal actions."""
-    rng = np.random.default_rng(0)
-    seed = iter(range(10**9))
 
-    def run(seconds: float) -> tuple[int, int]:
-        steps = games = 0
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            env.reset(seed=next(seed))
-            for _agent in env.agent_iter():
-                obs, _reward, term, trunc, _info = env.last()
-                if term or trunc:
-                    action = None
-                else:
-                    legal = np.flatnonzero(obs["action_mask"])
-                    action = int(legal[rng.integers(legal.size)])
-                    steps += 1
-                env.step(action)
-            games += 1
-        return steps, games
+    def play_one(seed: int, rng: np.random.Generator) -> int:
+        env.reset(seed=seed)
+        steps = 0
+        for _agent in env.agent_iter():
+            obs, _reward, term, trunc, _info = env.last()
+            if term or trunc:
+                action = None
+            else:
+                action = _random_legal(obs["action_mask"], rng)
+                steps += 1
+            env.step(action)
+        return steps
 
-    return run
+    return _timed_games(play_one)
 
 
 def gym_loop(env: gymnasium.Env) -> Callable[[float], tuple[int, int]]:
-    rng = np.random.default_rng(0)
-    seed = iter(range(10**9))
+    """The single-agent view: random legal learner actions (opponents: the env's)."""
 
-    def run(seconds: float) -> tuple[int, int]:
-        steps = games = 0
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            env.reset(seed=next(seed))
-            done = False
-            while not done:
-                legal = np.flatnonzero(env.unwrapped.action_masks())
-                _, _, term, trunc, _ = env.step(int(legal[rng.integers(legal.size)]))
-                done = term or trunc
-                steps += 1
-            games += 1
-        return steps, games
+    def play_one(seed: int, rng: np.random.Generator) -> int:
+        env.reset(seed=seed)
+        steps, done = 0, False
+        while not done:
+            action = _random_legal(env.unwrapped.action_masks(), rng)
+            _, _, term, trunc, _ = env.step(action)
+            done = term or trunc
+            steps += 1
+        return steps
 
-    return run
+    return _timed_games(play_one)
 
 
 class AECvsRandom(gymnasium.Env):
@@ -152,8 +160,7 @@ class AECvsRandom(gymnasium.Env):
             if term or trunc:
                 self.env.step(None)
             else:
-                legal = np.flatnonzero(obs["action_mask"])
-                self.env.step(int(legal[self._rng.integers(legal.size)]))
+                self.env.step(_random_legal(obs["action_mask"], self._rng))
         return np.zeros(self.observation_space.shape, np.float32), reward, True
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
