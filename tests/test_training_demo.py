@@ -1,0 +1,33 @@
+"""The README's main job in its quick form: trains, evaluates, prints the tables."""
+
+from __future__ import annotations
+
+from training.config import load_config
+from training.demo import CONFIG, fresh_run_dir, run_demo
+
+
+def test_demo_config_is_valid():
+    cfg = load_config(CONFIG)
+    assert cfg.game == "kentucky_derby" and cfg.num_players == 5
+    assert cfg.total_timesteps <= 150_000  # a few minutes on 2 cores
+
+
+def test_demo_quick(tmp_path, capsys):
+    assert run_demo(quick=True, runs_root=tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "PPO (1,024 steps) vs a field of kd_value" in out
+    assert "| ppo | 30 |" in out and "| kd_value | 120 |" in out
+    assert "vs random: PPO's chips per game" in out
+    (run,) = tmp_path.iterdir()
+    assert (run / "final.zip").is_file() and (
+        run / "vs_kd_value" / "kentucky_derby_5p.md"
+    ).is_file()
+
+
+def test_demo_never_reuses_a_run_directory(tmp_path):
+    first = fresh_run_dir(tmp_path)
+    first.mkdir()
+    second = fresh_run_dir(tmp_path)
+    assert second != first and not second.exists()
+    second.mkdir()
+    assert fresh_run_dir(tmp_path) not in (first, second)

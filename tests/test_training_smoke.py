@@ -1,0 +1,239 @@
+"""Training smoke runs: train, save, reload, play legal moves; resume; run-dir safety."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from agents.ppo import PPOPolicy
+from derby_envs.registry import available_games, make_game
+from training.cli import main
+from training.config import ConfigError, config_from_dict
+from training.train import checkpoints, export_policy, train
+
+SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
+
+
+def tiny(game: str, run_dir: Path, **over) -> dict:
+    """The shipped smoke config of ``game`` (a few seconds of training), with overrides."""
+    raw = yaml.safe_load((SMOKE / f"{game}.yaml").read_text())
+    raw["run_dir"] = str(run_dir)
+    for key, value in over.items():
+        node = raw
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return raw
+
+
+def play_checked(policy: PPOPolicy, game, games: int, seed: int) -> int:
+    """Play whole games with ``policy`` in every seat, asserting each action is legal."""
+    rng = np.random.default_rng(seed)
+    moves = 0
+    for g in range(games):
+        state = game.new_initial_state(seed + g)
+        while not state.is_terminal():
+            p = state.current_players()[0]
+            mask = state.legal_mask(p)
+            a = policy.act(state.observation(p), mask, rng)
+            assert mask[a] == 1, f"illegal action {a}"
+            state.apply_action(p, a)
+            moves += 1
+    return moves
+
+
+@pytest.mark.parametrize("game_name", available_games())
+def test_smoke_train_save_reload_play(game_name, tmp_path):
+    run = tmp_path / "run"
+    summary = train(config_from_dict(tiny(game_name, run)), progress=False)
+    assert summary["steps"] >= 1024
+    assert (run / "final.zip").is_file() and (run / "pool.json").is_file()
+    assert (run / "summary.json").is_file() and (run / "config.yaml").is_file()
+    assert [s for s, _ in checkpoints(run)][-1] == summary["steps"]
+    game = make_game(game_name)
+    for deterministic in (True, False):
+        policy = PPOPolicy.load(run / "final.zip", game, deterministic=deterministic)
+        assert policy.meta["game"] == game_name and policy.meta["steps"] == summary["steps"]
+        assert play_checked(policy, game, games=2, seed=11) > 0
+    final = summary["final_evaluation"]["random"]
+    assert sum(r["games"] for r in final["rows"]) == final["games"] * game.num_players
+    # shipping: the exported zip plays exactly like final.zip, with a sidecar
+    shipped = export_policy(run, tmp_path / "ship" / f"{game_name}.zip", {"note": "test"})
+    a, b = PPOPolicy.load(run / "final.zip", game), PPOPolicy.load(shipped, game)
+    obs = game.new_initial_state(1).observation(0)
+    assert np.array_equal(a.logits(obs), b.logits(obs))
+    assert shipped.stat().st_size < (run / "final.zip").stat().st_size
+    sidecar = json.loads(shipped.with_suffix(".json").read_text())
+    assert sidecar["steps"] == summary["steps"] and sidecar["results"] == {"note": "test"}
+
+
+def test_resume_continues_steps_and_keeps_the_pool(tmp_path, capsys):
+    run = tmp_path / "run"
+    raw = tiny(
+        "kentucky_derby",
+        run,
+        **{
+            "opponents.self_play": {"enabled": True, "every": 256, "weight": 50},
+            "checkpoint.every": 256,
+            "logging.tensorboard": True,
+        },
+    )
+    first = train(config_from_dict(raw), progress=False)
+    assert first["steps"] == 1024
+    pool1 = json.loads((run / "pool.json").read_text())
+    snaps1 = [s["step"] for s in pool1["snapshots"]]
+    assert snaps1 == [256, 512, 768, 1024]  # between updates and at the end, every 256 steps
+    assert any(k.startswith("snapshot@") for k in pool1["draws_this_session"])
+
+    # Resume through the CLI with a larger budget: the step count goes on from 1024.
+    cfg_path = tmp_path / "more.yaml"
+    cfg_path.write_text(yaml.safe_dump({**raw, "total_timesteps": 2048}))
+    assert main(["train", "--config", str(cfg_path), "--resume", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "resuming" in out and "step 1,024 -> 2,048" in out
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["steps"] == 2048 and summary["steps_this_session"] == 1024
+    pool2 = json.loads((run / "pool.json").read_text())
+    snaps2 = [s["step"] for s in pool2["snapshots"]]
+    assert snaps2[:4] == snaps1 and snaps2[4:] == [1280, 1536, 1792, 2048]
+    # The resumed workers drew the snapshots of the first session (the pool was restored).
+    assert any(pool2["draws_this_session"].get(f"snapshot@{s}", 0) for s in snaps1)
+    for s in pool2["snapshots"]:
+        assert (run / s["path"]).is_file()
+    assert [s for s, _ in checkpoints(run)] == [1792, 2048]  # keep: 2
+    policy = PPOPolicy.load(run / "final.zip", make_game("kentucky_derby"))
+    assert policy.meta["steps"] == 2048
+    assert len(list((run / "tb").iterdir())) == 1  # TensorBoard continues the same run
+
+    # Resuming a finished run trains nothing and loses nothing.
+    assert main(["train", "--config", str(cfg_path), "--resume", "--no-progress"]) == 0
+    assert "already at step 2,048" in capsys.readouterr().out
+    assert [s for s, _ in checkpoints(run)] == [1792, 2048]
+
+
+def test_run_dir_safety(tmp_path, capsys):
+    run = tmp_path / "run"
+    raw = tiny("kentucky_derby", run)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(raw))
+    # --resume without any checkpoint is a clear error.
+    assert main(["train", "--config", str(cfg), "--resume"]) == 2
+    assert "cannot resume: no checkpoint" in capsys.readouterr().err
+    run.mkdir()
+    (run / "notes.txt").write_text("mine")
+    # A new run never writes into a non-empty directory.
+    assert main(["train", "--config", str(cfg)]) == 2
+    assert "is not empty: resume it with --resume" in capsys.readouterr().err
+    assert sorted(p.name for p in run.iterdir()) == ["notes.txt"]
+    # A resumed run must keep what fixes the network and the task.
+    run2 = tmp_path / "run2"
+    train(config_from_dict(tiny("kentucky_derby", run2, total_timesteps=256)), progress=False)
+    changed = config_from_dict(tiny("kentucky_derby", run2, **{"ppo.net_arch": [16]}))
+    with pytest.raises(ConfigError, match=r"'ppo\.net_arch' \(\[32, 32\] -> \[16\]\)"):
+        train(changed, resume=True, progress=False)
+    # A missing snapshot listed by the pool is reported, not silently dropped.
+    pool = json.loads((run2 / "pool.json").read_text())
+    pool["snapshots"] = [{"path": "snapshots/gone.zip", "step": 0}]
+    (run2 / "pool.json").write_text(json.dumps(pool))
+    with pytest.raises(ConfigError, match="snapshots/gone.zip"):
+        train(config_from_dict(tiny("kentucky_derby", run2)), resume=True, progress=False)
+
+
+def test_training_with_a_hint_agent(tmp_path):
+    raw = tiny("kentucky_derby", tmp_path / "h", total_timesteps=256, hint="kd_value")
+    train(config_from_dict(raw), progress=False)
+    game = make_game("kentucky_derby")
+    policy = PPOPolicy.load(tmp_path / "h" / "final.zip", game)
+    assert policy.meta["hint"] == "kd_value" and policy.hint is not None
+    assert policy.observation_size == game.observation_size + game.num_actions
+    assert play_checked(policy, game, games=2, seed=5) > 0
+    with pytest.raises(ConfigError, match="config key 'hint': got 'kd_valu' \\(did you mean"):
+        config_from_dict({**raw, "hint": "kd_valu"})
+
+
+def test_training_is_reproducible(tmp_path):
+    a = train(
+        config_from_dict(tiny("kentucky_derby", tmp_path / "a", total_timesteps=256)),
+        progress=False,
+    )
+    b = train(
+        config_from_dict(tiny("kentucky_derby", tmp_path / "b", total_timesteps=256)),
+        progress=False,
+    )
+    game = make_game("kentucky_derby")
+    pa = PPOPolicy.load(tmp_path / "a" / "final.zip", game)
+    pb = PPOPolicy.load(tmp_path / "b" / "final.zip", game)
+    obs = game.new_initial_state(0).observation(0)
+    assert np.array_equal(pa.logits(obs), pb.logits(obs))
+    assert a["final_evaluation"]["random"]["rows"] == b["final_evaluation"]["random"]["rows"]
+
+
+def test_eval_curve_svg(tmp_path):
+    from training.train import EVAL_FIELDS, write_curve_svg
+
+    csv_path = tmp_path / "eval.csv"
+    rows = [",".join(EVAL_FIELDS)]
+    for step, w in ((1000, 0.1), (2000, 0.3), (3000, 0.4)):
+        for field in ("kd_value", "random"):
+            rows.append(f"{step},{field},50,{w},{w - 0.05},{w + 0.05},0,0,0,0")
+    csv_path.write_text("\n".join(rows) + "\n")
+    write_curve_svg(csv_path, tmp_path / "curve.svg", fair=0.25)
+    svg = (tmp_path / "curve.svg").read_text()
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert svg.count("<polyline") == 2 and "vs kd_value" in svg and "fair share" in svg
+
+
+def test_sigterm_saves_a_checkpoint_then_subproc_workers_get_snapshots(tmp_path):
+    """SubprocVecEnv end to end: a SIGTERM mid-run saves a checkpoint (the workers may be in
+    the middle of a step), the run resumes, and snapshots pushed with env_method reach the
+    worker processes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "run"
+    cfg = tmp_path / "c.yaml"
+    raw = tiny(
+        "kentucky_derby",
+        run,
+        total_timesteps=10**7,
+        vec_env="subproc",
+        **{
+            "checkpoint.every": 128,
+            "opponents.self_play": {"enabled": True, "every": 256, "weight": 50},
+        },
+    )
+    cfg.write_text(yaml.safe_dump(raw))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "training.cli", "train", "--config", str(cfg)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.time() + 120
+        while not checkpoints(run) and time.time() < deadline:
+            time.sleep(0.2)
+        assert checkpoints(run), "no checkpoint appeared"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, out
+    line = next(x for x in out.splitlines() if x.startswith("interrupted: saved "))
+    saved, path = checkpoints(run)[-1]
+    assert str(path) in line and saved >= 256  # the checkpoint written on the signal
+    cfg.write_text(yaml.safe_dump({**raw, "total_timesteps": saved + 768}))
+    assert main(["train", "--config", str(cfg), "--resume", "--no-progress"]) == 0
+    assert checkpoints(run)[-1][0] >= saved + 768
+    pool = json.loads((run / "pool.json").read_text())
+    new = [s["step"] for s in pool["snapshots"] if s["step"] > saved]
+    assert new, pool["snapshots"]
+    # draw counts come back from the worker processes: the new snapshots reached them
+    assert any(pool["draws_this_session"].get(f"snapshot@{s}", 0) for s in new)
