@@ -87,6 +87,15 @@ def test_cli_overrides_are_validated(tmp_path, capsys):
     assert "did you mean 'ppo.gamma'" in capsys.readouterr().err
 
 
+def test_exponent_without_a_dot_is_a_number():
+    # YAML 1.1 (PyYAML) reads 1e-3 as a string; a float key accepts it as the number it is
+    assert config_from_dict({"ppo": {"learning_rate": "1e-3"}}).ppo.learning_rate == 0.001
+    with pytest.raises(ConfigError, match="'ppo.learning_rate': got 'nan'"):
+        config_from_dict({"ppo": {"learning_rate": "nan"}})
+    with pytest.raises(ConfigError, match="'n_envs': got '4'"):
+        config_from_dict({"n_envs": "4"})
+
+
 def test_config_file_errors(tmp_path):
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "nope.yaml")

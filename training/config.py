@@ -343,7 +343,12 @@ def _convert(tp: Any, value: Any, key: str, meta: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad()
     elif tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                raise bad() from None
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
             raise bad()
         value = float(value)
     elif tp is str:
