@@ -17,7 +17,8 @@ def test_demo_quick(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "PPO (1,024 steps) vs a field of kd_value" in out
     assert "| ppo | 30 |" in out and "| kd_value | 120 |" in out
-    assert "vs random: PPO's chips per game" in out
+    assert "For reference, random vs a field of kd_value" in out
+    assert "ppo vs kd_value: chips per game" in out and "random vs kd_value: chips" in out
     (run,) = tmp_path.iterdir()
     assert (run / "final.zip").is_file() and (
         run / "vs_kd_value" / "kentucky_derby_5p.md"
