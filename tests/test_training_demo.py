@@ -21,7 +21,7 @@ def test_demo_quick(tmp_path, capsys):
     assert "ppo vs kd_value: chips per game" in out and "random vs kd_value: chips" in out
     (run,) = tmp_path.iterdir()
     assert (run / "final.zip").is_file() and (
-        run / "vs_kd_value" / "kentucky_derby_5p.md"
+        run / "ppo_vs_kd_value" / "kentucky_derby_5p.md"
     ).is_file()
 
 
