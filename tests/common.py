@@ -130,3 +130,18 @@ def transcript(game: Game, seed: int, policy_seed: int | None = None) -> str:
         lines.append(f"returns[{mode}] = {[round(float(x), 6) for x in state.returns(mode)]}")
     lines.append(f"winners = {state.winners()}")
     return "\n".join(lines) + "\n"
+
+
+def play_seats(game: Game, seats: list, seed: int) -> State:
+    """Play one game with a policy per seat (through ``choose``), checking every move is
+    legal; returns the final state."""
+    from derby_envs.core.policy import choose
+
+    state = game.new_initial_state(seed)
+    rng = np.random.default_rng(seed)
+    while not state.is_terminal():
+        p = state.current_players()[0]
+        action = choose(seats[p], state, p, rng)
+        assert state.is_legal(p, action), f"seat {p} chose illegal action {action}"
+        state.apply_action(p, action)
+    return state

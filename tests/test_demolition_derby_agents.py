@@ -10,17 +10,11 @@ import pytest
 from agents.registry import make_policy, policy_names
 from derby_envs.core.policy import choose
 from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
+from tests.common import play_seats
 
 
 def _match(game, seats, seed):
-    s = game.new_initial_state(seed)
-    rng = np.random.default_rng(seed)
-    while not s.is_terminal():
-        p = s.current_players()[0]
-        a = choose(seats[p], s, p, rng)
-        assert s.is_legal(p, a)
-        s.apply_action(p, a)
-    return s.returns("win")
+    return play_seats(game, seats, seed).returns("win")
 
 
 def test_policies_are_registered():

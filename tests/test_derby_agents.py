@@ -11,20 +11,14 @@ import pytest
 from agents.registry import make_policy, policy_names
 from derby_envs.core.policy import choose
 from derby_envs.games.derby.engine import EXCHANGE, EXCHANGE0, OPEN1, DerbyGame
+from tests.common import play_seats
 from tests.test_derby_rules import give_ticket, payload, put_open, set_up
 
 HEURISTICS = ("derby_projection", "derby_exchange")
 
 
 def play(game: DerbyGame, seats: list, seed: int) -> list[int]:
-    s = game.new_initial_state(seed)
-    rng = np.random.default_rng(seed)
-    while not s.is_terminal():
-        p = s.current_players()[0]
-        a = choose(seats[p], s, p, rng)
-        assert s.is_legal(p, a)
-        s.apply_action(p, a)
-    return s.winners()
+    return play_seats(game, seats, seed).winners()
 
 
 def test_registry_lists_the_derby_agents():
