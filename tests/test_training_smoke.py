@@ -188,10 +188,8 @@ def test_eval_curve_svg(tmp_path):
     assert svg.count("<polyline") == 2 and "vs kd_value" in svg and "fair share" in svg
 
 
-def test_sigterm_saves_a_checkpoint_then_subproc_workers_get_snapshots(tmp_path):
-    """SubprocVecEnv end to end: a SIGTERM mid-run saves a checkpoint (the workers may be in
-    the middle of a step), the run resumes, and snapshots pushed with env_method reach the
-    worker processes."""
+def _interrupted_run(tmp_path: Path, **over) -> tuple[dict, Path, int, str]:
+    """Start ``derby-envs train`` in a subprocess, SIGTERM it after its first checkpoint."""
     import signal
     import subprocess
     import sys
@@ -199,16 +197,7 @@ def test_sigterm_saves_a_checkpoint_then_subproc_workers_get_snapshots(tmp_path)
 
     run = tmp_path / "run"
     cfg = tmp_path / "c.yaml"
-    raw = tiny(
-        "kentucky_derby",
-        run,
-        total_timesteps=10**7,
-        vec_env="subproc",
-        **{
-            "checkpoint.every": 128,
-            "opponents.self_play": {"enabled": True, "every": 256, "weight": 50},
-        },
-    )
+    raw = tiny("kentucky_derby", run, total_timesteps=10**7, **over)
     cfg.write_text(yaml.safe_dump(raw))
     proc = subprocess.Popen(
         [sys.executable, "-m", "training.cli", "train", "--config", str(cfg)],
@@ -228,12 +217,44 @@ def test_sigterm_saves_a_checkpoint_then_subproc_workers_get_snapshots(tmp_path)
     assert proc.returncode == 130, out
     line = next(x for x in out.splitlines() if x.startswith("interrupted: saved "))
     saved, path = checkpoints(run)[-1]
-    assert str(path) in line and saved >= 256  # the checkpoint written on the signal
-    cfg.write_text(yaml.safe_dump({**raw, "total_timesteps": saved + 768}))
-    assert main(["train", "--config", str(cfg), "--resume", "--no-progress"]) == 0
-    assert checkpoints(run)[-1][0] >= saved + 768
+    assert str(path) in line  # the checkpoint written on the signal
+    return raw, cfg, saved, out
+
+
+def test_sigterm_in_subproc_training_saves_a_checkpoint(tmp_path):
+    """SIGTERM while SubprocVecEnv workers may be mid-step: a checkpoint is saved, the workers
+    are stopped, and the run resumes from it with its pool."""
+    raw, cfg, saved, _ = _interrupted_run(
+        tmp_path,
+        vec_env="subproc",
+        **{
+            "checkpoint.every": 128,
+            "opponents.self_play": {"enabled": True, "every": 128, "weight": 50},
+        },
+    )
+    run = Path(raw["run_dir"])
     pool = json.loads((run / "pool.json").read_text())
-    new = [s["step"] for s in pool["snapshots"] if s["step"] > saved]
-    assert new, pool["snapshots"]
-    # draw counts come back from the worker processes: the new snapshots reached them
-    assert any(pool["draws_this_session"].get(f"snapshot@{s}", 0) for s in new)
+    assert pool["step"] == saved and pool["snapshots"]  # snapshots pushed to the workers
+    cfg.write_text(yaml.safe_dump({**raw, "total_timesteps": saved + 256, "vec_env": "dummy"}))
+    assert main(["train", "--config", str(cfg), "--resume", "--no-progress"]) == 0
+    assert checkpoints(run)[-1][0] >= saved + 256
+    after = json.loads((run / "pool.json").read_text())
+    assert after["snapshots"][: len(pool["snapshots"])] == pool["snapshots"]
+
+
+@pytest.mark.slow
+def test_subproc_workers_draw_pushed_snapshots(tmp_path):
+    run = tmp_path / "run"
+    raw = tiny(
+        "kentucky_derby",
+        run,
+        vec_env="subproc",
+        total_timesteps=768,
+        **{"opponents.self_play": {"enabled": True, "every": 256, "weight": 50}},
+    )
+    summary = train(config_from_dict(raw), progress=False)
+    assert summary["steps"] == 768
+    pool = json.loads((run / "pool.json").read_text())
+    assert [s["step"] for s in pool["snapshots"]] == [256, 512, 768]
+    # draw counts come back from the worker processes: the pushed snapshots reached them
+    assert pool["draws_this_session"].get("snapshot@256", 0) > 0
