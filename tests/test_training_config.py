@@ -59,6 +59,9 @@ def _available() -> list[str]:
         ({"ppo": {"n_steps": 16, "batch_size": 512}, "n_envs": 2}, r"'ppo\.batch_size': got 512, expected at most"),
         ({"evaluation": {"fields": ["kd_value", "nobody"]}}, r"'evaluation\.fields\[1\]': unknown agent 'nobody'"),
         ({"ppo": "fast"}, r"config key 'ppo': expected a mapping"),
+        ({"hint": "kd_valu"}, r"config key 'hint': got 'kd_valu' \(did you mean 'kd_value'\?\)"),
+        ({"pretrain": {"agent": "kd_vale"}}, r"config key 'pretrain\.agent': got 'kd_vale' \(did you mean"),
+        ({"pretrain": {"agent": "kd_value", "step": 5}}, r"'pretrain\.step' \(did you mean 'pretrain\.steps'"),
         ({"name": "a/b"}, r"config key 'name'"),
     ],
 )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,3 +179,33 @@ def test_hint_features_observation_and_state_hints():
     model.derby_meta = {"game": "kentucky_derby"}
     with pytest.raises(CheckpointError, match=r"expects observations of shape \(82,\)"):
         PPOPolicy.from_model(model, game)
+
+
+PRETRAINED = sorted(
+    (Path(__file__).resolve().parent.parent / "agents" / "pretrained").glob("*.zip")
+)
+
+
+@pytest.mark.parametrize("path", PRETRAINED, ids=lambda p: p.stem)
+def test_shipped_policies_load_and_play_legally(path):
+    import json
+
+    sidecar = json.loads(path.with_suffix(".json").read_text())
+    if sidecar["game"] not in available_games():
+        pytest.skip(f"{sidecar['game']} is not installed")
+    game = make_game(sidecar["game"], **sidecar["params"])
+    policy = PPOPolicy.load(path, game)
+    assert policy.meta["steps"] == sidecar["steps"] and policy.meta["game"] == game.name
+    assert path.stat().st_size < 2_000_000
+    assert sidecar["results"], "the sidecar records the evaluation"
+    from derby_envs.core.policy import choose
+
+    rng = np.random.default_rng(0)
+    state = game.new_initial_state(0)
+    for _ in range(40):
+        if state.is_terminal():
+            break
+        p = state.current_players()[0]
+        a = choose(policy, state, p, rng)
+        assert state.legal_mask(p)[a] == 1
+        state.apply_action(p, a)

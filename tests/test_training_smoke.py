@@ -144,9 +144,17 @@ def test_run_dir_safety(tmp_path, capsys):
         train(config_from_dict(tiny("kentucky_derby", run2)), resume=True, progress=False)
 
 
-def test_training_with_a_hint_agent(tmp_path):
-    raw = tiny("kentucky_derby", tmp_path / "h", total_timesteps=256, hint="kd_value")
-    train(config_from_dict(raw), progress=False)
+def test_training_with_a_hint_agent_and_imitation(tmp_path):
+    raw = tiny(
+        "kentucky_derby",
+        tmp_path / "h",
+        total_timesteps=256,
+        hint="kd_value",
+        pretrain={"agent": "kd_value", "steps": 1000, "epochs": 5},
+    )
+    summary = train(config_from_dict(raw), progress=False)
+    # imitation: the policy's most probable move is kd_value's far more often than chance (1/16)
+    assert summary["pretrain"]["decisions"] >= 1000 and summary["pretrain"]["accuracy"] > 0.5
     game = make_game("kentucky_derby")
     policy = PPOPolicy.load(tmp_path / "h" / "final.zip", game)
     assert policy.meta["hint"] == "kd_value" and policy.hint is not None
