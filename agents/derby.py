@@ -216,36 +216,55 @@ class _DerbyBase:
         return score
 
     # ----- decisions ----------------------------------------------------------------------
+    value_scale = 2.0  # ticket points: how far below the best an option counts as "far"
+
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> int:
         legal = np.flatnonzero(action_mask)
         if len(legal) == 1:
             return int(legal[0])
+        options = self._options(observation, action_mask)
+        return max(options, key=options.get)  # ties: the first listed (skip before exchange)
+
+    def action_values(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        """The value this heuristic gives each action, in ticket points: the expected ticket
+        value after the option (card phase) or the gain of an exchange over skipping, which
+        is worth 0.05 (exchange phase); ``-inf`` for illegal actions and for exchanges
+        ``derby_projection`` never considers. ``act`` plays the first maximum."""
+        values = np.full(len(action_mask), -np.inf)
+        legal = np.flatnonzero(action_mask)
+        if len(legal) == 1:
+            values[legal[0]] = 0.0
+            return values
+        for a, v in self._options(observation, action_mask).items():
+            values[a] = v
+        return values
+
+    def _options(self, observation: np.ndarray, mask: np.ndarray) -> dict[int, float]:
         r = self._read(observation)
         if self.exchanges:
             r["W"] = self._down_weights(r)
-        if action_mask[SKIP]:
-            return self._exchange(r, action_mask)
-        return self._cards(r, action_mask)
+        if mask[SKIP]:
+            return self._exchange(r, mask)
+        return self._cards(r, mask)
 
-    def _exchange(self, r: dict, mask: np.ndarray) -> int:
+    def _exchange(self, r: dict, mask: np.ndarray) -> dict[int, float]:
+        options = {SKIP: 0.05}  # a small margin: don't churn for nothing
         if not self.exchanges:
-            return SKIP
+            return options
         P_le = self._outcomes(r, np.zeros(1), np.zeros((1, H), np.int64))["P_le"]
         own = self._ticket_ev(P_le, r["own_thr"], r["own_prof"])[0]
         up = self._ticket_ev(P_le, r["up_thr"], r["up_prof"])[0]
         down = (P_le[0] * r["W"]).sum(1)
-        best, choice = 0.05, SKIP  # a small margin: don't churn for nothing
         for c in range(H):
             if not mask[EXCHANGE0 + 2 * c]:
                 continue
             for m, v in ((0, up[c]), (1, down[c])):
-                if v - own[c] > best:
-                    best, choice = v - own[c], EXCHANGE0 + 2 * c + m
-        return choice
+                options[EXCHANGE0 + 2 * c + m] = float(v - own[c])
+        return options
 
-    def _cards(self, r: dict, mask: np.ndarray) -> int:
+    def _cards(self, r: dict, mask: np.ndarray) -> dict[int, float]:
         # number options: the card to play now, or the distribution a decline turns up
         if r["num_played"]:
             v_play, dec_vals, dec_p = r["number"], np.zeros(0, np.int64), np.zeros(0)
@@ -269,11 +288,12 @@ class _DerbyBase:
         play_row = ev[0]
         dec_row = dec_p @ ev[1:] if len(dec_vals) else None  # expected, per card
         if r["card_played"]:  # only the number card is left to choose
-            if dec_row is not None and dec_row[0] > play_row[0]:
-                return DECLINE
-            return PLAY
+            options = {PLAY: float(play_row[0])}
+            if dec_row is not None:
+                options[DECLINE] = float(dec_row[0])
+            return options
         if r["num_played"]:  # only the movement card is left
-            return self._best_card(play_row, mask)
+            return self._card_options(play_row, mask)
         # both open: value each first action by what the second choice can then use
         pile = slice(2, nc)
         has_pile = nc > 2 and mask[BLIND]
@@ -284,25 +304,25 @@ class _DerbyBase:
                 opts.append(row[pile].mean())
             return max(opts)
 
-        options = {PLAY: best_move(play_row)}
+        # ties: the number card first (it reveals nothing the other choice could use)
+        options = {PLAY: float(best_move(play_row)) + 1e-9}
         if dec_row is not None:
             options[DECLINE] = float(dec_p @ np.array([best_move(row) for row in ev[1:]]))
         for k in (0, 1):
             if mask[OPEN1 + k]:
                 v = play_row[k] if dec_row is None else max(play_row[k], dec_row[k])
-                options[OPEN1 + k] = v
+                options[OPEN1 + k] = float(v)
         if has_pile:
             per = play_row[pile] if dec_row is None else np.maximum(play_row[pile], dec_row[pile])
-            options[BLIND] = per.mean()
-        # ties: prefer the number card first (it reveals nothing the other choice could use)
-        return max(options, key=lambda a: options[a] + (1e-9 if a == PLAY else 0.0))
+            options[BLIND] = float(per.mean())
+        return options
 
     @staticmethod
-    def _best_card(row: np.ndarray, mask: np.ndarray) -> int:
-        options = {OPEN1 + k: row[k] for k in (0, 1) if mask[OPEN1 + k]}
+    def _card_options(row: np.ndarray, mask: np.ndarray) -> dict[int, float]:
+        options = {OPEN1 + k: float(row[k]) for k in (0, 1) if mask[OPEN1 + k]}
         if mask[BLIND] and len(row) > 2:
-            options[BLIND] = row[2:].mean()
-        return max(options, key=options.get)
+            options[BLIND] = float(row[2:].mean())
+        return options
 
 
 class DerbyProjection(_DerbyBase):

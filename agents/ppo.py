@@ -21,6 +21,10 @@ take in its place. The hint agent is rebuilt from ``derby_meta["hint"]`` at load
 at every decision, with the same information the player has: an observation-only heuristic gets
 the observation, a state-based one (``needs_state``, e.g. ``dd_tactical``, which only uses
 ``state.resample_hidden``) gets the state; the PPO policy then needs the state too.
+With ``hint_features: values`` (``derby_meta["hint_features"]``) the appended part is instead
+the hint agent's :func:`value_features` (one per action; agents with ``action_values``, e.g. the
+Derby heuristics), which ``agents.residual.ResidualMaskablePolicy`` turns into a prior on its
+logits; such a network also runs in numpy here.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ class PPOPolicy:
         name: str = "ppo",
         meta: dict[str, Any] | None = None,
         hint: Any = None,
+        hint_features: str = "action",
+        prior_dim: int = 0,
     ) -> None:
         self._layers = layers
         self._torch_policy = torch_policy
@@ -76,6 +82,8 @@ class PPOPolicy:
         self.name = name
         self.meta = dict(meta or {})
         self.hint = hint
+        self.hint_features = hint_features
+        self._prior_dim = prior_dim  # numpy residual actor: the head also reads these inputs
         # choose() asks for the state when the hint agent needs it
         self.needs_state = bool(getattr(hint, "needs_state", False))
 
@@ -143,8 +151,19 @@ class PPOPolicy:
                 f"{source} has action space {act_space}, expected Discrete({game.num_actions})"
             )
         hint = None
+        hint_features = meta.get("hint_features") or "action"
         if meta.get("hint"):
             hint = make_hint(meta["hint"], game, source)
+            if hint_features not in HINT_FEATURES:
+                raise CheckpointError(
+                    f"{source} records hint features {hint_features!r}; this version knows "
+                    f"{', '.join(HINT_FEATURES)}"
+                )
+            if hint_features == "values" and not hasattr(hint, "action_values"):
+                raise CheckpointError(
+                    f"{source} uses the value features of {meta['hint']!r}, which has no "
+                    "action_values()"
+                )
         expected = game.observation_size + (game.num_actions if hint is not None else 0)
         shape = tuple(getattr(obs_space, "shape", ()) or ())
         if shape != (expected,) or int(act_space.n) != game.num_actions:
@@ -159,6 +178,7 @@ class PPOPolicy:
                 "option set"
             )
         layers = _numpy_actor(model.policy)
+        prior_dim = int(getattr(model.policy.mlp_extractor, "prior_dim", 0) or 0)
         return cls(
             layers,
             None if layers is not None else _frozen_torch_actor(model.policy),
@@ -168,6 +188,8 @@ class PPOPolicy:
             name=name,
             meta=meta,
             hint=hint,
+            hint_features=hint_features if hint is not None else "action",
+            prior_dim=prior_dim,
         )
 
     # ----- acting ---------------------------------------------------------------------
@@ -175,7 +197,10 @@ class PPOPolicy:
         """Unmasked action logits (float64) for one observation or a batch."""
         x = np.asarray(observation, dtype=np.float32)
         if self._layers is not None:
-            for w, b, act in self._layers:
+            inputs, last = x, len(self._layers) - 1
+            for i, (w, b, act) in enumerate(self._layers):
+                if i == last and self._prior_dim:  # residual head: also reads the value features
+                    x = np.concatenate([x, inputs[..., -self._prior_dim :]], axis=-1)
                 x = x @ w + b
                 x = _NP_ACTIVATIONS[act](x)
             return x.astype(np.float64)
@@ -202,9 +227,17 @@ class PPOPolicy:
                     f"{self.name}: its hint agent needs the game state; call act_state (the "
                     "tournament and the envs do so through derby_envs.core.policy.choose)"
                 )
-            h = int(self.hint.act(observation, action_mask, rng))
-            observation = with_hint(observation, h, self.num_actions)
+            observation = self.hinted(observation, action_mask, rng)
         return self._act_full(observation, action_mask, rng)
+
+    def hinted(
+        self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        """The network's input: the observation followed by the hint part."""
+        if self.hint_features == "values":
+            return with_values(observation, self.hint, action_mask)
+        h = int(self.hint.act(observation, action_mask, rng))
+        return with_hint(observation, h, self.num_actions)
 
     def act_state(self, state: Any, player: int, rng: np.random.Generator) -> int:
         """Decide from the engine state (only when the hint agent needs it)."""
@@ -212,6 +245,8 @@ class PPOPolicy:
         action_mask = state.legal_mask(player)
         if self.hint is None:
             return self._act_full(observation, action_mask, rng)
+        if self.hint_features == "values":
+            return self._act_full(self.hinted(observation, action_mask, rng), action_mask, rng)
         from derby_envs.core.policy import choose
 
         h = choose(self.hint, state, player, rng)
@@ -245,6 +280,31 @@ def with_hint(observation: np.ndarray, hint_action: int, num_actions: int) -> np
     out[: len(observation)] = observation
     out[len(observation) + int(hint_action)] = 1.0
     return out
+
+
+HINT_FEATURES = ("action", "values")
+
+
+def value_features(values: np.ndarray, action_mask: np.ndarray, scale: float) -> np.ndarray:
+    """A hint agent's action values as features in [-1, 0]: ``(value - best) / scale``
+    clipped, so -1 marks an action ``scale`` or more below the best, or an illegal one. Only
+    the agent's own choice (the first best action, as its ``act`` picks) is 0: the others are
+    at most -0.01, so that a tie the agent breaks one way stays visible."""
+    legal = np.asarray(action_mask, dtype=bool)
+    v = np.where(legal, np.asarray(values, np.float64), -np.inf)
+    if not legal.any():
+        return np.full(len(v), -1.0, np.float32)
+    choice = int(np.argmax(v))
+    f = np.minimum(np.clip((v - v[choice]) / scale, -1.0, 0.0), -0.01)
+    f[choice] = 0.0
+    return f.astype(np.float32)
+
+
+def with_values(observation: np.ndarray, hint: Any, action_mask: np.ndarray) -> np.ndarray:
+    """The observation followed by ``hint``'s :func:`value_features`."""
+    values = hint.action_values(observation, action_mask)
+    feats = value_features(values, action_mask, float(getattr(hint, "value_scale", 1.0)))
+    return np.concatenate([np.asarray(observation, np.float32), feats])
 
 
 def make_hint(name: str, game: Game, source: str = "the checkpoint") -> Any:

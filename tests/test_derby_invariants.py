@@ -77,6 +77,11 @@ def run_games(n: int, games: int, seed: int) -> dict[str, float]:
         places = s.places()
         assert sorted(places)[0] == 1 and max(places) <= 9
         assert s.winners() and s.returns("win").sum() == pytest.approx(0.0)
+        score, margin = s.returns("score"), s.returns("margin")
+        assert margin.sum() == pytest.approx(0.0)
+        for q in range(n):  # own score minus the mean of the others'
+            assert margin[q] == pytest.approx(score[q] - np.delete(score, q).mean())
+        assert set(np.flatnonzero(margin == margin.max())) == set(s.winners())
     return {"finished": finished / games, "steps": steps_total / games}
 
 

@@ -63,6 +63,10 @@ def _available() -> list[str]:
         ({"pretrain": {"agent": "kd_vale"}}, r"config key 'pretrain\.agent': got 'kd_vale' \(did you mean"),
         ({"pretrain": {"agent": "kd_value", "step": 5}}, r"'pretrain\.step' \(did you mean 'pretrain\.steps'"),
         ({"name": "a/b"}, r"config key 'name'"),
+        ({"hint": "kd_value", "hint_features": "values"}, r"config key 'hint_features': 'kd_value' gives no action values"),
+        ({"hint_features": "logits"}, r"config key 'hint_features': got 'logits', expected one of 'action', 'values'"),
+        ({"ppo": {"residual_scale": 20}}, r"config key 'ppo\.residual_scale': a residual policy needs a hint agent"),
+        ({"ppo": {"residual_scale": 0}}, r"config key 'ppo\.residual_scale': got 0"),
     ],
 )  # fmt: skip
 def test_bad_config_names_the_key(raw, pattern):

@@ -181,6 +181,60 @@ def test_hint_features_observation_and_state_hints():
         PPOPolicy.from_model(model, game)
 
 
+def test_value_features():
+    from agents.ppo import value_features
+
+    mask = np.array([1, 1, 0, 1, 1], np.int8)
+    f = value_features(np.array([3.0, 3.0, 9.0, 2.0, -5.0]), mask, scale=2.0)
+    # the first best action is the choice (0); a tie is held just below; -1 = far or illegal
+    assert f.tolist() == pytest.approx([0.0, -0.01, -1.0, -0.5, -1.0])
+    assert value_features(np.zeros(3), np.zeros(3, np.int8), 1.0).tolist() == [-1.0] * 3
+
+
+def test_residual_policy_starts_as_its_hint_agent_and_runs_in_numpy():
+    """A fresh ResidualMaskablePolicy plays the hint agent's choice everywhere (its logits are
+    the value features times the prior scale plus a near-zero MLP part), the numpy copy equals
+    torch, and a save/load round trip keeps the residual architecture."""
+    from agents.derby import DerbyExchange
+    from agents.registry import make_policy
+    from agents.residual import ResidualMaskablePolicy
+    from derby_envs.core.policy import choose
+    from training.train import HintWrapper
+
+    game = make_game("derby", num_players=4)
+    env = HintWrapper(
+        env_class("derby")(num_players=4), make_policy("derby_exchange", game), "values"
+    )
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (game.observation_size + game.num_actions,)
+    assert obs[game.observation_size :].max() == 0.0 and obs[game.observation_size :].min() >= -1
+    model = MaskablePPO(
+        ResidualMaskablePolicy,
+        env,
+        policy_kwargs={"net_arch": [32], "prior_dim": game.num_actions, "prior_scale": 20.0},
+        device="cpu",
+        seed=0,
+    )
+    model.derby_meta = {"game": "derby", "hint": "derby_exchange", "hint_features": "values"}
+    policy = PPOPolicy.from_model(model, game)
+    assert policy._layers is not None and policy.hint_features == "values"
+    expert = DerbyExchange(game)
+    rng = np.random.default_rng(1)
+    state = game.new_initial_state(3)
+    decisions = 0
+    while not state.is_terminal() and decisions < 60:
+        p = state.current_players()[0]
+        obs, mask = state.observation(p), state.legal_mask(p)
+        x = policy.hinted(obs, mask, rng)
+        assert np.allclose(policy.logits(x), torch_logits(model, x), atol=1e-4)
+        a = choose(policy, state, p, rng)
+        assert a == choose(expert, state, p, rng)
+        state.apply_action(p, a)
+        decisions += 1
+    with pytest.raises(ValueError, match="one value feature per action"):
+        MaskablePPO(ResidualMaskablePolicy, env, policy_kwargs={"prior_dim": 3}, device="cpu")
+
+
 PRETRAINED = sorted(
     (Path(__file__).resolve().parent.parent / "agents" / "pretrained").glob("*.zip")
 )

@@ -266,3 +266,30 @@ def test_subproc_workers_draw_pushed_snapshots(tmp_path):
     assert [s["step"] for s in pool["snapshots"]] == [256, 512, 768]
     # draw counts come back from the worker processes: the pushed snapshots reached them
     assert pool["draws_this_session"].get("snapshot@256", 0) > 0
+
+
+def test_training_a_residual_policy_on_value_features(tmp_path):
+    """hint_features: values + ppo.residual_scale trains, saves and reloads a residual policy
+    that (after a negligible learning rate) still plays derby_exchange's moves."""
+    from agents.derby import DerbyExchange
+    from derby_envs.core.policy import choose
+
+    raw = tiny(
+        "derby",
+        tmp_path / "r",
+        total_timesteps=256,
+        hint="derby_exchange",
+        hint_features="values",
+        **{"ppo.residual_scale": 20.0, "ppo.learning_rate": 1e-8, "ppo.n_epochs": 1},
+    )
+    train(config_from_dict(raw), progress=False)
+    game = make_game("derby", num_players=4)
+    policy = PPOPolicy.load(tmp_path / "r" / "final.zip", game)
+    assert policy.meta["hint_features"] == "values" and policy._prior_dim == game.num_actions
+    expert, rng = DerbyExchange(game), np.random.default_rng(0)
+    state = game.new_initial_state(11)
+    while not state.is_terminal():
+        p = state.current_players()[0]
+        a = choose(policy, state, p, rng)
+        assert a == choose(expert, state, p, rng)
+        state.apply_action(p, a)

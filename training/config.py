@@ -67,6 +67,13 @@ class PPOConfig:
     target_kl: float | None = _f(None, "early-stop an update past this KL (null = off)", low=1e-9)
     net_arch: list[int] = _f(lambda: [64, 64], "hidden layer sizes (actor and critic)", low=1)
     activation: Literal["tanh", "relu"] = _f("tanh", "hidden activation")
+    residual_scale: float | None = _f(
+        None,
+        "residual policy on the hint's value features: their starting logit weight "
+        "(null = plain MLP; needs hint_features: values)",
+        low=1e-6,
+        high=1e4,
+    )
     normalize_advantage: bool = _f(True, "normalise advantages per minibatch")
 
 
@@ -165,6 +172,11 @@ class TrainConfig:
     hint: str | None = _f(
         None,
         "agent whose choice is appended to the learner's observation (one-hot; null = none)",
+    )
+    hint_features: Literal["action", "values"] = _f(
+        "action",
+        "what of the hint agent is appended: the one-hot of its choice, or its value of every "
+        "action (agents with action_values, e.g. the Derby heuristics)",
     )
     learner_seat: int | None = _f(
         None, "fixed learner seat (null = random seat every episode)", low=0
@@ -418,6 +430,19 @@ def _cross_check(cfg: TrainConfig) -> None:
                 f"config key 'hint': got {cfg.hint!r}{hint}, expected null or an agent of "
                 f"{cfg.game}: {', '.join(n for n in names if n != 'random')}"
             )
+    if cfg.hint_features == "values" and cfg.hint is not None:
+        from agents.registry import make_policy
+
+        if not hasattr(make_policy(cfg.hint, game), "action_values"):
+            raise ConfigError(
+                f"config key 'hint_features': {cfg.hint!r} gives no action values; use "
+                "hint_features: action, or a hint agent with action_values()"
+            )
+    if cfg.ppo.residual_scale is not None and (cfg.hint is None or cfg.hint_features != "values"):
+        raise ConfigError(
+            "config key 'ppo.residual_scale': a residual policy needs a hint agent with "
+            "hint_features: values (or set residual_scale: null)"
+        )
     if cfg.pretrain.agent is not None:
         if cfg.pretrain.agent.endswith(".zip"):
             check_agent(cfg.pretrain.agent, "pretrain.agent")

@@ -56,7 +56,8 @@ EVAL_FIELDS = ["step", "field", "games", "win_share", "win_lo95", "win_hi95", "m
                "advantage", "adv_lo95", "adv_hi95"]  # fmt: skip
 # Keys that fix the shape or meaning of the network: a resumed run must keep them.
 FROZEN_ON_RESUME = (
-    "game", "game_params", "reward_mode", "hint", "ppo.net_arch", "ppo.activation"
+    "game", "game_params", "reward_mode", "hint", "hint_features", "ppo.net_arch",
+    "ppo.activation", "ppo.residual_scale"
 )  # fmt: skip
 
 
@@ -85,32 +86,38 @@ class PoolWrapper(gymnasium.Wrapper):
 
 
 class HintWrapper(gymnasium.ObservationWrapper):
-    """Appends the one-hot of the hint agent's choice to the learner's observation.
+    """Appends the hint agent's view of the learner's decision to its observation.
 
-    The hint agent decides for the learner's seat with the learner's own information (the
-    observation, or for a state-based agent the state, which it may only use through
-    ``resample_hidden``); at the end of a game the hint part is zero.
+    ``features="action"``: the one-hot of the hint agent's choice; ``"values"``: its
+    ``agents.ppo.value_features`` (one per action, in [-1, 0]). The hint agent decides for the
+    learner's seat with the learner's own information (the observation, or for a state-based
+    agent the state, which it may only use through ``resample_hidden``); at the end of a game
+    the hint part is zero.
     """
 
-    def __init__(self, env: Any, hint: Any) -> None:
+    def __init__(self, env: Any, hint: Any, features: str = "action") -> None:
         super().__init__(env)
         self.hint = hint
+        self.features = features
         self.num_actions = int(env.action_space.n)
         low, high = env.observation_space.low, env.observation_space.high
+        lo, hi = (-1.0, 0.0) if features == "values" else (0.0, 1.0)
         self.observation_space = gymnasium.spaces.Box(
-            low=np.concatenate([low, np.zeros(self.num_actions, np.float32)]),
-            high=np.concatenate([high, np.ones(self.num_actions, np.float32)]),
+            low=np.concatenate([low, np.full(self.num_actions, lo, np.float32)]),
+            high=np.concatenate([high, np.full(self.num_actions, hi, np.float32)]),
             dtype=np.float32,
         )
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
-        from agents.ppo import with_hint
+        from agents.ppo import with_hint, with_values
         from derby_envs.core.policy import choose
 
         base = self.env.unwrapped
         state = base.game_state
         if state.is_terminal():
             return np.concatenate([observation, np.zeros(self.num_actions, np.float32)])
+        if self.features == "values":
+            return with_values(observation, self.hint, state.legal_mask(base.seat))
         h = choose(self.hint, state, base.seat, base.np_random)
         return with_hint(observation, h, self.num_actions)
 
@@ -146,7 +153,7 @@ def make_env(config: TrainConfig, snapshots: list[dict], root: str) -> Any:
     if config.hint is not None:
         from agents.registry import make_policy
 
-        env = HintWrapper(env, make_policy(config.hint, game))
+        env = HintWrapper(env, make_policy(config.hint, game), config.hint_features)
     return Monitor(PoolWrapper(env, pool))
 
 
@@ -429,10 +436,20 @@ class Trainer:
         )
         if checkpoint is None:
             activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
+            policy: Any = "MlpPolicy"
+            policy_kwargs: dict[str, Any] = {
+                "net_arch": list(p.net_arch),
+                "activation_fn": activation,
+            }
+            if p.residual_scale is not None:
+                from agents.residual import ResidualMaskablePolicy
+
+                policy = ResidualMaskablePolicy
+                policy_kwargs.update(prior_dim=self.game.num_actions, prior_scale=p.residual_scale)
             model = MaskablePPO(
-                "MlpPolicy",
+                policy,
                 self.vec_env,
-                policy_kwargs={"net_arch": list(p.net_arch), "activation_fn": activation},
+                policy_kwargs=policy_kwargs,
                 tensorboard_log=tb,
                 seed=seed,
                 device="cpu",
@@ -474,6 +491,7 @@ class Trainer:
             "params": dict(self.game.params),
             "reward_mode": self.config.reward_mode or self.game.reward_modes[0],
             "hint": self.config.hint,
+            "hint_features": self.config.hint_features,
             "run": self.config.run_name,
             "seed": self.config.seed,
             "steps": int(model.num_timesteps),
@@ -868,6 +886,7 @@ def export_policy(
         "steps": int(model.num_timesteps),
         "seed": config.get("seed"),
         "hint": meta.get("hint"),
+        "hint_features": meta.get("hint_features"),
         "config": config,
         "training_evaluation": {
             field: [r for r in res["rows"]]

@@ -75,9 +75,10 @@ inference from the other players' behaviour. Hidden from everyone are the order 
 of each personal number deck above its known (declined) bottom cards, and any face-down ticket
 not tracked as above. ``resample_hidden`` re-draws exactly those.
 
-Rewards: ``"win"`` (winners split 1, everyone pays 1/n; only at the end) or ``"score"`` (the
-player's ticket score, paid at the end; 0 before: a projected score would reward luck in
-mid-race positions rather than the result).
+Rewards: ``"win"`` (winners split 1, everyone pays 1/n; only at the end), ``"margin"`` (the
+player's ticket score minus the mean of the others', at the end: zero-sum, and a denser
+training signal than the win) or ``"score"`` (the player's ticket score, paid at the end; 0
+before: a projected score would reward luck in mid-race positions rather than the result).
 """
 
 from __future__ import annotations
@@ -206,7 +207,7 @@ class DerbyGame(Game):
 
     name = "derby"
     display_name = "Derby"
-    reward_modes = ("win", "score")
+    reward_modes = ("win", "margin", "score")  # the last one is the game's score scale
     param_spec = (
         Param("num_players", 4, int, "number of players", low=3, high=5),
         Param(
@@ -937,6 +938,9 @@ class DerbyState(State):
             return np.zeros(n)
         if mode == "score":
             return np.asarray(self._final()[1], np.float64)
+        if mode == "margin":
+            scores = np.asarray(self._final()[1], np.float64)
+            return (n * scores - scores.sum()) / (n - 1)  # own minus the others' mean
         return win_share_returns(self._final()[2], n)
 
     # ----- information ----------------------------------------------------------------
