@@ -20,7 +20,7 @@ class raw_env(DerbyAECEnv):  # noqa: N801 - PettingZoo's naming convention
         "Derby (Dirk Henn, 2000) as a PettingZoo AEC env (3-5 players).\n\n"
         "Parameters: num_players, track_length, deck, tickets (the deck, the ticket values and\n"
         "the track length are OUR RECONSTRUCTION, stored as data), plus reward_mode\n"
-        "('win' | 'score'), illegal_action, render_mode.\n"
+        "('win' | 'margin' | 'score'), illegal_action, render_mode.\n"
         "Actions: Discrete(24): 0 play / 1 decline the number card, 2/3 take open movement\n"
         "card 1/2, 4 draw blind, 5 no exchange, 6 + 2*colour (+1) exchange taking the face-up\n"
         "(face-down) ticket. Observation slices and the full tables: derby_envs.games.derby.engine."
