@@ -538,8 +538,6 @@ def test_two_player_flow_two_cards_three_turns_seventh_discarded():
             assert len(s.picks[p]) < 2
             deploys += 1
             turns_seen.add(s.turn)
-            if s.turn == 2 and len(s.picks[p]) == 1:
-                assert len(s.hands[p]) - 2 == 1  # the 7th card is left over
         legal = s.legal_actions(p)
         s.apply_action(p, legal[rng.integers(len(legal))])
         if s.phase != DEPLOY or s.picks == [[], []]:

@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from training.cli import main
 from training.config import ConfigError, config_from_dict, describe, load_config
@@ -19,18 +18,9 @@ def test_every_shipped_config_validates():
     assert len(CONFIGS) >= 5
     games = set()
     for path in CONFIGS:
-        raw = yaml.safe_load(path.read_text())
-        if raw.get("game") not in _available():
-            continue  # a game still being written: covered once it lands
         cfg = load_config(path)
         games.add((cfg.game, cfg.num_players))
     assert ("kentucky_derby", 5) in games
-
-
-def _available() -> list[str]:
-    from derby_envs.registry import available_games
-
-    return available_games()
 
 
 @pytest.mark.parametrize(
