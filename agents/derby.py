@@ -70,12 +70,8 @@ class _DerbyBase:
         self.maxp = game.max_profit
         self.D = game.stock_size - 1
         self.deny = float(deny)
-        ranks = np.zeros((game.num_cards, H), np.int64)
-        for i, moves in enumerate(game.card_moves):
-            for r, h in enumerate(moves):
-                ranks[i, h] = r + 1
-        self.card_ranks = ranks
-        self.card_moves_f = (ranks > 0).astype(np.float64)
+        self.card_ranks = game.card_ranks
+        self.card_moves_f = (game.card_ranks > 0).astype(np.float64)
         # the tickets of one colour as (threshold, profit) pairs
         self.colour_tickets = [tuple(t) for t in game.ticket_values]
 
@@ -294,27 +290,18 @@ class _DerbyBase:
             return options
         if r["num_played"]:  # only the movement card is left
             return self._card_options(play_row, mask)
-        # both open: value each first action by what the second choice can then use
-        pile = slice(2, nc)
-        has_pile = nc > 2 and mask[BLIND]
 
+        # both open: value each first action by what the second choice can then use
         def best_move(row: np.ndarray) -> float:
-            opts = [row[k] for k in (0, 1) if mask[OPEN1 + k]]
-            if has_pile:
-                opts.append(row[pile].mean())
-            return max(opts)
+            return max(self._card_options(row, mask).values())
 
         # ties: the number card first (it reveals nothing the other choice could use)
-        options = {PLAY: float(best_move(play_row)) + 1e-9}
+        options = {PLAY: best_move(play_row) + 1e-9}
         if dec_row is not None:
             options[DECLINE] = float(dec_p @ np.array([best_move(row) for row in ev[1:]]))
-        for k in (0, 1):
-            if mask[OPEN1 + k]:
-                v = play_row[k] if dec_row is None else max(play_row[k], dec_row[k])
-                options[OPEN1 + k] = float(v)
-        if has_pile:
-            per = play_row[pile] if dec_row is None else np.maximum(play_row[pile], dec_row[pile])
-            options[BLIND] = float(per.mean())
+        # a card first: then the number card is played or declined, whichever is better
+        best = play_row if dec_row is None else np.maximum(play_row, dec_row)
+        options.update(self._card_options(best, mask))
         return options
 
     @staticmethod

@@ -38,9 +38,6 @@ class ResidualMlpExtractor(MlpExtractor):
         self.prior_dim = int(prior_dim)
         self.latent_dim_pi += self.prior_dim
 
-    def forward(self, features: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        return self.forward_actor(features), self.forward_critic(features)
-
     def forward_actor(self, features: th.Tensor) -> th.Tensor:
         return th.cat([self.policy_net(features), features[..., -self.prior_dim :]], dim=-1)
 

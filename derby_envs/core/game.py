@@ -32,8 +32,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from derby_envs.core.errors import IllegalActionError, InvalidParameterError, StateFormatError
-from derby_envs.core.params import Param, resolve_params
+from derby_envs.core.errors import IllegalActionError, StateFormatError
+from derby_envs.core.params import Param, check_choice, resolve_params
 
 FORMAT_VERSION = 1
 
@@ -105,12 +105,7 @@ class Game(ABC):
         return {name: observation[s] for name, s in self.observation_slices.items()}
 
     def check_reward_mode(self, mode: str) -> str:
-        if mode not in self.reward_modes:
-            raise InvalidParameterError(
-                f"parameter 'reward_mode': got {mode!r}, expected one of "
-                + ", ".join(repr(m) for m in self.reward_modes)
-            )
-        return mode
+        return check_choice("reward_mode", mode, self.reward_modes)
 
     def state_from_dict(self, data: Mapping[str, Any]) -> State:
         """Restore a state saved by ``State.to_dict`` (checked against this game)."""

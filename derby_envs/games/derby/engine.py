@@ -263,13 +263,18 @@ class DerbyGame(Game):
         return len(self.cards)
 
     @cached_property
-    def card_enc(self) -> np.ndarray:
-        """``(M, 9)``: per horse (rank from the bottom + 1) / 9 if it moves, else 0."""
-        enc = np.zeros((self.num_cards, NUM_HORSES), np.float32)
+    def card_ranks(self) -> np.ndarray:
+        """``(M, 9)`` int: per horse its rank on the card from the bottom + 1, 0 if it stays."""
+        ranks = np.zeros((self.num_cards, NUM_HORSES), np.int64)
         for i, moves in enumerate(self.card_moves):
             for r, h in enumerate(moves):
-                enc[i, h] = (r + 1) / NUM_HORSES
-        return enc
+                ranks[i, h] = r + 1
+        return ranks
+
+    @cached_property
+    def card_enc(self) -> np.ndarray:
+        """``(M, 9)``: :attr:`card_ranks` / 9 (the observation's encoding of a card)."""
+        return (self.card_ranks / NUM_HORSES).astype(np.float32)
 
     @cached_property
     def ticket_values(self) -> tuple[tuple[int, int], ...]:

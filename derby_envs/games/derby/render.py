@@ -18,7 +18,14 @@ from __future__ import annotations
 import numpy as np
 
 from derby_envs.core import draw as d
-from derby_envs.games.derby.engine import CARDS, EXCHANGE, NUM_HORSES, OVER, DerbyState
+from derby_envs.games.derby.engine import (
+    CARDS,
+    EXCHANGE,
+    NUM_HORSES,
+    OVER,
+    DerbyState,
+    _ordinal,
+)
 
 WIDTH, HEIGHT = 960, 540
 SHAPE = (HEIGHT, WIDTH, 3)
@@ -48,11 +55,6 @@ def horse_colour(name: str, index: int) -> tuple[int, int, int]:
 def _ink_on(rgb: tuple[int, int, int]) -> tuple[int, int, int]:
     """Black or white text, whichever reads better on ``rgb``."""
     return d.INK if 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 150 else d.WHITE
-
-
-def _ordinal(k: int) -> str:
-    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
-    return f"{k}{suffix}"
 
 
 def _dot(draw, cx: float, cy: float, r: float, rgb) -> None:
