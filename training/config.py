@@ -19,7 +19,6 @@ Overrides from the command line use dotted keys: ``--set ppo.learning_rate=1e-4`
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any, Literal
 import yaml
 
 from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.params import did_you_mean
 
 
 class ConfigError(InvalidParameterError):
@@ -265,8 +265,7 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
     hints = typing.get_type_hints(cls)
     for key in raw:
         if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
-            hint = f" (did you mean {prefix + close[0]!r}?)" if close else ""
+            hint = did_you_mean(key, fields, prefix)
             raise ConfigError(
                 f"unknown config key {prefix + str(key)!r}{hint}; known keys"
                 f"{' of ' + where if prefix else ''}: {', '.join(fields)}"
@@ -380,8 +379,7 @@ def _cross_check(cfg: TrainConfig) -> None:
 
     games = available_games()
     if cfg.game not in games:
-        close = difflib.get_close_matches(cfg.game, games, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(cfg.game, games)
         raise ConfigError(
             f"config key 'game': unknown game {cfg.game!r}{hint}; available: {', '.join(games)}"
         )
@@ -415,8 +413,7 @@ def _cross_check(cfg: TrainConfig) -> None:
                 raise ConfigError(f"config key {key!r}: no such checkpoint file {spec!r}")
             return
         if spec not in names:
-            close = difflib.get_close_matches(spec, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(spec, names)
             raise ConfigError(
                 f"config key {key!r}: unknown agent {spec!r} for {cfg.game}{hint}; "
                 f"available: {', '.join(names)} or a PPO .zip checkpoint"
@@ -424,8 +421,7 @@ def _cross_check(cfg: TrainConfig) -> None:
 
     if cfg.hint is not None:
         if cfg.hint.endswith(".zip") or cfg.hint not in names or cfg.hint == "random":
-            close = difflib.get_close_matches(cfg.hint, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(cfg.hint, names)
             raise ConfigError(
                 f"config key 'hint': got {cfg.hint!r}{hint}, expected null or an agent of "
                 f"{cfg.game}: {', '.join(n for n in names if n != 'random')}"
@@ -447,8 +443,7 @@ def _cross_check(cfg: TrainConfig) -> None:
         if cfg.pretrain.agent.endswith(".zip"):
             check_agent(cfg.pretrain.agent, "pretrain.agent")
         elif cfg.pretrain.agent not in names or cfg.pretrain.agent == "random":
-            close = difflib.get_close_matches(cfg.pretrain.agent, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(cfg.pretrain.agent, names)
             raise ConfigError(
                 f"config key 'pretrain.agent': got {cfg.pretrain.agent!r}{hint}, expected null, "
                 f"a PPO .zip or an agent of {cfg.game}: "
@@ -468,9 +463,7 @@ def _cross_check(cfg: TrainConfig) -> None:
 
             try:
                 make_policy(member.agent, game, **member.params)
-            except TypeError as exc:
-                raise ConfigError(f"config key 'opponents.pool[{i}].params': {exc}") from None
-            except InvalidParameterError as exc:
+            except (TypeError, InvalidParameterError) as exc:
                 raise ConfigError(f"config key 'opponents.pool[{i}].params': {exc}") from None
     if sum(m.weight for m in pool) <= 0:
         raise ConfigError("config key 'opponents.pool': the weights must not all be 0")

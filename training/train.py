@@ -20,7 +20,8 @@ Run directory (``runs/<name>`` by default)::
     summary.json       steps, time, env-steps/s, final evaluation
 
 Nothing saved is overwritten by mistake: a new run refuses a non-empty run directory, every
-file is written to a temporary name and moved into place, and ``--resume`` continues from the
+file other than the appended ``eval.csv`` and TensorBoard's own logs is written to a
+temporary name and moved into place, and ``--resume`` continues from the
 newest checkpoint with its step count and its opponent pool (a snapshot and a checkpoint are
 always written together, and ``pool.json`` after both). Ctrl-C or SIGTERM saves a checkpoint
 before stopping.
@@ -80,9 +81,6 @@ class PoolWrapper(gymnasium.Wrapper):
 
     def pool_draws(self) -> dict[str, int]:
         return dict(self.pool.draws)
-
-    def action_masks(self) -> np.ndarray:
-        return self.env.unwrapped.action_masks()
 
 
 class HintWrapper(gymnasium.ObservationWrapper):
@@ -342,12 +340,10 @@ class Trainer:
         self.out = out or sys.stdout
         self.run_dir = config.run_path
         self.game = config.make_game()
-        self.model: Any = None
         self.vec_env: Any = None
         self.pool_state: dict[str, Any] = {}
         self.field_cache: dict[str, Any] = {}
         self.bar: Any = None
-        self.last_eval: dict[str, dict[str, Any]] = {}
 
     def log(self, msg: str) -> None:
         if self.bar is not None:
@@ -482,7 +478,6 @@ class Trainer:
                     f"name says {start}"
                 )
         model.derby_meta = self.meta(model)
-        self.model = model
         return model
 
     def meta(self, model: Any) -> dict[str, Any]:
@@ -631,10 +626,8 @@ class Trainer:
         self.next_ckpt = (step // cfg.checkpoint.every + 1) * cfg.checkpoint.every
         every = cfg.evaluation.every
         self.next_eval = (step // every + 1) * every if every else None
-        self.t_last = time.perf_counter()
-        self.step_last = step
-        self.t_rollout = time.perf_counter()
-        self.step_rollout = step
+        # the start of the current rollout (steps/s are measured from here)
+        self.t_last, self.step_last = time.perf_counter(), step
         if self.progress:
             from tqdm import tqdm
 
@@ -654,8 +647,8 @@ class Trainer:
 
     def on_rollout_end(self, model: Any) -> None:
         now = time.perf_counter()
-        steps = model.num_timesteps - self.step_rollout
-        model.logger.record("time/rollout_env_steps_per_s", steps / max(now - self.t_rollout, 1e-9))
+        steps = model.num_timesteps - self.step_last
+        model.logger.record("time/rollout_env_steps_per_s", steps / max(now - self.t_last, 1e-9))
 
     def on_boundary(self, model: Any) -> None:
         cfg = self.config
@@ -665,8 +658,7 @@ class Trainer:
             model.logger.record(
                 "time/env_steps_per_s", (step - self.step_last) / max(now - self.t_last, 1e-9)
             )
-        self.t_last, self.step_last = now, step
-        self.t_rollout, self.step_rollout = now, step
+        self.step_last = step
         sp = cfg.opponents.self_play
         if sp.enabled and step >= self.pool_state["next_snapshot_at"]:
             self.take_snapshot(model)
@@ -679,7 +671,7 @@ class Trainer:
             self.next_eval = (step // cfg.evaluation.every + 1) * cfg.evaluation.every
         model.logger.record("pool/snapshots", len(self.pool_state["snapshots"]))
         # Time spent saving and evaluating is not env time.
-        self.t_last = self.t_rollout = time.perf_counter()
+        self.t_last = time.perf_counter()
 
     def evaluate(self, model: Any, deals: int) -> dict[str, dict[str, Any]]:
         from agents.ppo import PPOPolicy
@@ -727,7 +719,6 @@ class Trainer:
         if self.bar is not None:
             first = next(iter(results.values()))["row"]
             self.bar.set_postfix(win=f"{first['win_share']:.3f}", refresh=False)
-        self.last_eval = results
         return results
 
     def truncate_eval_log(self, step: int) -> None:

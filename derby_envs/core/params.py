@@ -123,8 +123,7 @@ def resolve_params(
     names = [p.name for p in spec]
     for key in given:
         if key not in names:
-            close = difflib.get_close_matches(key, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(key, names)
             raise InvalidParameterError(
                 f"unknown parameter {key!r} for {game}{hint}; known parameters: {', '.join(names)}"
             )
@@ -146,6 +145,12 @@ def describe_params(spec: Sequence[Param]) -> list[dict[str, str]]:
         default = "(derived)" if callable(p.default) else repr(p.default)
         rows.append({"name": p.name, "default": default, "allowed": p.allowed(), "doc": p.doc})
     return rows
+
+
+def did_you_mean(word: str, choices: Sequence[str], prefix: str = "") -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` (shown with ``prefix``), or ""."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1)
+    return f" (did you mean {prefix + close[0]!r}?)" if close else ""
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any], allow_none: bool = False) -> Any:
