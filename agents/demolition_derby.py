@@ -141,7 +141,6 @@ class DDTactical:
         self.samples = samples
         self.greedy = DDGreedy(game)
         self.quick = DDGreedy(game, noise=noise)  # the opponents' model: noisy greedy
-        self.strength = self.greedy.strength
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator

@@ -77,7 +77,8 @@ decision_ability      D            one-hot design whose ability is used (Copycat
 decisions_left        1            the observer's abilities with a choice pending / 8
 phase                 3            one-hot: deploy, ability choices, match over
 progress              2            Derbies played / max_derbies, turn / (turns per Derby - 1)
-level                 L+1          one-hot printed Strength being resolved (last: none)
+level                 L+2          one-hot printed Strength 0..L being resolved (L = the highest
+                                   printed Strength; last: none)
 instants_stopped      1            1 if a Turn effect stops Instants this turn
 wins                  n            Derby wins / wins_needed
 hand_sizes            n            cards in hand / hand size
@@ -476,12 +477,16 @@ class DemolitionDerbyState(State):
     def is_terminal(self) -> bool:
         return self.phase == OVER
 
-    def legal_mask(self, player: int) -> np.ndarray:
+    def _mask(self, player: int) -> np.ndarray:
+        """The cached legal mask of ``player`` (not a copy)."""
         mask = self._masks.get(player)
         if mask is None:
             mask = self._compute_mask(player)
             self._masks[player] = mask
-        return mask.copy()
+        return mask
+
+    def legal_mask(self, player: int) -> np.ndarray:
+        return self._mask(player).copy()
 
     def _compute_mask(self, player: int) -> np.ndarray:
         g = self.game
@@ -501,13 +506,7 @@ class DemolitionDerbyState(State):
         return mask
 
     def is_legal(self, player: int, action: int) -> bool:
-        if not 0 <= action < self.game.num_actions:
-            return False
-        mask = self._masks.get(player)
-        if mask is None:
-            mask = self._compute_mask(player)
-            self._masks[player] = mask
-        return bool(mask[action])
+        return 0 <= action < self.game.num_actions and bool(self._mask(player)[action])
 
     def _hand_counts(self, player: int, minus_picks: bool = False) -> list[int]:
         cd = self.game.cards.card_design

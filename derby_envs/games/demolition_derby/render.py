@@ -82,7 +82,6 @@ def _combatant(
         f = d.font(10, True)
         for i, line in enumerate(_wrap2(draw, name, f, w - 6)):
             draw.text((x0 + w / 2, y0 + 18 + 10 * i), line, font=f, fill=d.INK, anchor="mm")
-        ink = d.INK
     else:
         draw.rounded_rectangle(box, radius=5, fill=(40, 40, 46), outline=d.GREY, width=1)
         f = d.font(9)
@@ -90,14 +89,12 @@ def _combatant(
         draw.text(
             (x0 + w / 2, y0 + 26), _fit(draw, name, f, w - 6), font=f, fill=d.GREY, anchor="mm"
         )
-        ink = d.SILVER
     r = 9
     cx, cy = x1 - r - 3, y1 - r - 3
     draw.ellipse(
         (cx - r, cy - r, cx + r, cy + r), fill=_type_colour(type_idx) if face_up else d.DIM
     )
     draw.text((cx, cy), str(strength), font=d.font(11, True), fill=d.WHITE, anchor="mm")
-    del ink
 
 
 def _hand_card(
