@@ -20,8 +20,6 @@ next snapshot step) and writes it to ``pool.json`` in the run directory with
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from derby_envs.core.game import Game
+from training.files import write_json_atomic  # noqa: F401 - the pool file's writer
 
 POOL_FORMAT = 1
 
@@ -211,26 +210,6 @@ class PoolSeat:
 
 
 # ----- run-directory files ------------------------------------------------------------------
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON so that a crash leaves either the old file or the new one, never a torn one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a normal file is wanted
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def read_pool_file(path: str | Path) -> dict[str, Any]:
     """Read and check ``pool.json``."""
     from training.config import ConfigError

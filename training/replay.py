@@ -38,7 +38,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +47,7 @@ import numpy as np
 
 from derby_envs.core.errors import DerbyEnvsError, InvalidParameterError
 from derby_envs.core.game import Game, State
+from training.files import write_json_atomic
 
 REPLAY_FORMAT = "derby-envs-replay"
 REPLAY_VERSION = 1
@@ -137,23 +137,7 @@ class Recorder:
             self.data["result"] = outcome(state)
 
     def save(self, path: str | Path) -> Path:
-        return write_json_atomic(path, self.data)
-
-
-def write_json_atomic(path: str | Path, data: Any) -> Path:
-    """Write JSON to ``path`` via a temporary file and a rename: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, default=_json_default)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+        return write_json_atomic(path, self.data, indent=1, sort_keys=False, default=_json_default)
 
 
 def check_output_path(path: str | Path | None, force: bool = False, what: str = "replay") -> None:

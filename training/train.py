@@ -50,7 +50,8 @@ import yaml
 
 from derby_envs.registry import GAMES
 from training.config import ConfigError, TrainConfig, config_from_dict
-from training.pool import POOL_FORMAT, OpponentPool, read_pool_file, write_json_atomic
+from training.files import write_json_atomic, write_text_atomic
+from training.pool import POOL_FORMAT, OpponentPool, read_pool_file
 
 CHECKPOINT_RE = re.compile(r"^step_(\d+)\.zip$")
 EVAL_FIELDS = ["step", "field", "games", "win_share", "win_lo95", "win_hi95", "mean_score",
@@ -190,12 +191,6 @@ def save_model_atomic(model: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp.zip")
     model.save(tmp)
-    os.replace(tmp, path)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
     os.replace(tmp, path)
 
 
