@@ -1410,12 +1410,18 @@ class DemolitionDerbyState(State):
             lines.append("last events:")
             lines += [self._event_text(e) for e in self.events]
         if self.last_derby is not None:
-            ld = self.last_derby
-            lines.append(
-                f"last Derby ({ld['derby'] + 1}): totals {ld['totals']}, combatants "
-                f"{ld['combatants']}, winners {ld['winners']} ({ld['reason']})"
-            )
+            lines.append(self.last_derby_text())
         return "\n".join(lines)
+
+    def last_derby_text(self) -> str:
+        """One line on the last Derby's result ("" before the first one ends)."""
+        ld = self.last_derby
+        if ld is None:
+            return ""
+        return (
+            f"last Derby ({ld['derby'] + 1}): totals {ld['totals']}, combatants "
+            f"{ld['combatants']}, winners {ld['winners']} ({ld['reason']})"
+        )
 
     # ----- copying and saving ---------------------------------------------------------
     def clone(self) -> DemolitionDerbyState:

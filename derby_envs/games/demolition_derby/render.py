@@ -110,16 +110,9 @@ def _hand_card(
 
 
 def _events(state: DemolitionDerbyState) -> tuple[list[str], list[str]]:
-    """(this turn's public events, the last Derby's result), from the engine's text board."""
-    lines = [line.strip() for line in state.render_text(None).split("\n")]
-    last = [line for line in lines if line.startswith("last Derby")]
-    events = []
-    if "last events:" in lines:
-        for line in lines[lines.index("last events:") + 1 :]:
-            if line.startswith("last Derby"):
-                break
-            if line:
-                events.append(line)
+    """(this turn's public events, the last Derby's result), as the text board words them."""
+    events = [state._event_text(e).strip() for e in state.events]
+    last = [state.last_derby_text()] if state.last_derby is not None else []
     return events, last
 
 
