@@ -93,17 +93,61 @@ def test_second_place_with_six_players_refunds_the_ante_first():
     state = game.new_initial_state(0)
     pack = Pack()
     dealt = tie_then_diamonds_deal(pack)
-    # Second place: Hearts (5 cards, at 8, past the post) vs Spades/Clubs (4 cards): they are
-    # dealt up to 5 cards (clubs: Spades +1, Clubs +2 — not past the post), Hearts is second.
+    # Second place: Hearts, the tie-break loser, is past the post (8): it is second, and no
+    # more cards are dealt (the clubs stacked next would have gone to Spades and Clubs).
     dealt += [pack.take(C), pack.take(C)]
     stack(state, pack, dealt)
     bets = {0: (D, 0), 1: (D, 0), 2: (H, 0), 3: (H, 0), 4: (S, 0), 5: (C, 0)}
     bet(state, bets)
     race = state.last_race
     assert (race["first"], race["second"]) == (D, H)
+    assert [len(p) for p in race["piles"]] == [5, 5, 4, 4]
     # Pool 6: Hearts backers get their ante back (2), the remaining 4 split by the two winners.
     assert race["payouts"] == [2, 2, 1, 1, 0, 0]
     assert state.pool == 6  # emptied, then the next race's six antes
+
+
+def test_tie_break_loser_past_the_post_is_second_before_the_others_catch_up():
+    # Rules text: play goes on for second place only "if ... only the winning horse has
+    # crossed the finishing line". Hearts and Diamonds are level at 8 after four rounds,
+    # Spades is at 7; the tie-break cards give Diamonds first (10) and leave Hearts at 8.
+    # Hearts has crossed, so it is second: Spades must not get a fifth card (the spade stacked
+    # next would take it to 9, past Hearts).
+    game = KentuckyDerbyGame(num_players=6, max_stake=0)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    dealt = []
+    for rnd in [(H, D, S, H)] * 3 + [(H, D, C, H)]:  # Hearts 8, Diamonds 8, Spades 7, Clubs 0
+        dealt += [pack.take(suit) for suit in rnd]
+    dealt += [pack.take(C), pack.take(D)]  # tie-break: Hearts +0, Diamonds +2
+    dealt += [pack.take(S), pack.take(S)]  # would be Spades' and Clubs' fifth cards
+    stack(state, pack, dealt)
+    bet(state, {0: (D, 0), 1: (H, 0), 2: (S, 0), 3: (S, 0), 4: (C, 0), 5: (C, 0)})
+    race = state.last_race
+    assert race["positions"] == [8, 10, 7, 0]
+    assert (race["first"], race["second"]) == (D, H)
+    assert [len(p) for p in race["piles"]] == [5, 5, 4, 4]
+    # Pool 6: the Hearts backer gets the ante back, the Diamonds backer the other 5.
+    assert race["payouts"] == [5, 1, 0, 0, 0, 0]
+
+
+def test_second_place_plays_on_when_only_the_winner_has_crossed():
+    # Hearts alone passes the post after four rounds (8; the others at 4): play goes on with
+    # Diamonds, Spades and Clubs, one card each per round, until one of them crosses.
+    game = KentuckyDerbyGame(num_players=6, max_stake=0)
+    state = game.new_initial_state(0)
+    pack = Pack()
+    rounds = [(H, H, C, S)] * 4  # Hearts +2, Diamonds +1, Spades +1, Clubs +1 each round
+    dealt = [pack.take(suit) for rnd in rounds for suit in rnd]
+    dealt += [pack.take(D), pack.take(S), pack.take(H)]  # Diamonds 6, Spades 6, Clubs 4
+    dealt += [pack.take(D), pack.take(C), pack.take(H)]  # Diamonds 8, Spades 7, Clubs 4
+    stack(state, pack, dealt)
+    bet(state, {p: (S, 0) for p in range(5)} | {5: (D, 0)})
+    race = state.last_race
+    assert race["positions"] == [8, 8, 7, 4]
+    assert (race["first"], race["second"]) == (H, D)
+    assert [len(p) for p in race["piles"]] == [4, 6, 6, 6]
+    assert race["payouts"] == [0, 0, 0, 0, 0, 1]  # ante back; nobody backed Hearts
 
 
 def test_no_second_place_with_five_players():
@@ -301,3 +345,23 @@ def test_chips_are_conserved_over_thousands_of_games():
                     _check_invariants_through(game.new_initial_state(seed), rng)
                     games += 1
     assert games == 8 * 2 * 2 * 150
+
+
+def test_final_observation_shows_the_settled_chips_in_sealed_games():
+    # The last race's sealed stakes are settled: the final chips slice is each player's chips,
+    # with no stake added back, and no bet is left on the table.
+    game = KentuckyDerbyGame(num_players=4, betting="sealed", max_stake=3)
+    sl = game.observation_slices
+    for seed in range(20):
+        state = game.new_initial_state(seed)
+        rng = np.random.default_rng(seed)
+        while not state.is_terminal():
+            p = state.current_players()[0]
+            state.apply_action(p, int(rng.choice(state.legal_actions(p))))
+        assert (state.bet_stake == 0).all() and (state.bet_horse == -1).all()
+        for p in range(4):
+            obs = state.observation(p)
+            seats = [(p + k) % 4 for k in range(4)]
+            expected = state.chips[seats] / game.total_chips
+            assert np.allclose(obs[sl["chips"]], expected)
+            assert obs[sl["stake_pot"]][0] == np.float32(state.pot_carry / game.total_chips)

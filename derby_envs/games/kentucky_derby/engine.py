@@ -257,12 +257,12 @@ class KentuckyDerbyState(State):
         g = self.game
         ante = g.params["ante"]
         if self.race >= g.params["num_races"]:
-            self.over = True
+            self._end_session()
             return
         # A player who cannot pay the ante sits out the rest of the session.
         self.active &= self.chips >= ante
         if self.active.sum() < 2:  # [DEFAULT] no race with fewer than two bettors
-            self.over = True
+            self._end_session()
             return
         self.dealer = self.race % g.num_players
         self.chips[self.active] -= ante
@@ -274,6 +274,14 @@ class KentuckyDerbyState(State):
             (self.dealer + k) % n for k in range(1, n + 1) if self.active[(self.dealer + k) % n]
         ]
         self.deck = self.rng.permutation(NUM_CARDS).tolist()
+
+    def _end_session(self) -> None:
+        # The last race's bets are settled (they stay in ``last_race``): clearing them keeps a
+        # sealed stake from being added back to the chips of the final observation.
+        self.over = True
+        self.bet_horse[:] = -1
+        self.bet_stake[:] = 0
+        self.to_bet = []
 
     # ----- whose move -----------------------------------------------------------------
     def current_players(self) -> list[int]:
@@ -318,7 +326,6 @@ class KentuckyDerbyState(State):
         stock = self.deck[COURSE:]  # dealt from the front; stock[:top] has been dealt
         top = 0
         pos = [0, 0, 0, 0]
-        ncards = [0, 0, 0, 0]
         piles: list[list[int]] = [[], [], [], []]
         reshuffles = 0
 
@@ -336,15 +343,10 @@ class KentuckyDerbyState(State):
                 top += 1
                 piles[h].append(card)
                 pos[h] += moves[h][card]
-                ncards[h] += 1
 
         def decide(group: list[int]) -> int:
-            # "decided only when all horses have had an equal number of cards": after tie-break
-            # cards the horses left for second place may be behind; each deal() below gives
-            # every horse of the group one card, so they stay level from here on.
-            most = max(ncards[h] for h in group)
-            while any(ncards[h] < most for h in group):
-                deal([h for h in group if ncards[h] < most])
+            """The horse of ``group`` furthest past the post; tied leaders get further cards
+            (one each, in suit order) until one is ahead. Only the tied horses run on."""
             while True:
                 best, tied = COURSE, []
                 for h in group:
@@ -359,7 +361,15 @@ class KentuckyDerbyState(State):
                 deal(group)
 
         first = decide([0, 1, 2, 3])
-        second = decide([h for h in range(4) if h != first]) if g.second_place else -1
+        second = -1
+        if g.second_place:
+            others = [h for h in range(4) if h != first]
+            crossed = [h for h in others if pos[h] > COURSE]
+            # "if ... only the winning horse has crossed the finishing line", play goes on with
+            # the other Aces (all dealt equally so far: tie-break cards go only to horses past
+            # the post). Otherwise no more cards: the furthest of the others past the post is
+            # second, even a tie-break loser that has had more cards (rules/kentucky_derby.md).
+            second = decide(crossed if crossed else others)
         payouts = self._settle(first, second)
         self.last_first, self.last_second = first, second
         self.last_race = {
