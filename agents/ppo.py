@@ -12,6 +12,12 @@ action head) is copied into numpy arrays at load time: one decision is then a fe
 products without torch, which keeps opponents in training workers and tournaments cheap, and the
 object is plain data (picklable for ``SubprocVecEnv``). Other architectures fall back to torch.
 
+**Loading never runs code.** ``PPOPolicy.load`` reads the ``.zip`` itself (:func:`read_checkpoint`):
+only the plain JSON fields of sb3's ``data`` entry (never its ``":serialized:"`` cloudpickle
+fields), and ``policy.pth`` through ``torch.load(..., weights_only=True)``; the network is
+rebuilt from the validated metadata and weights, and anything unexpected is refused with
+:class:`CheckpointError`. The trust model: ``docs/trust.md``.
+
 The trainer stores ``derby_meta`` (game name, parameters, reward mode, steps, hint) in the
 checkpoint; ``PPOPolicy.meta`` exposes it.
 
@@ -29,7 +35,11 @@ logits; such a network also runs in numpy here.
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,37 +102,29 @@ class PPOPolicy:
     def load(
         cls, path: str | Path, game: Game, deterministic: bool = True, name: str | None = None
     ) -> PPOPolicy:
-        """Read a checkpoint and check it against ``game``.
+        """Read a checkpoint safely (:func:`read_checkpoint`: no code from the file runs) and
+        check it against ``game``.
 
         Raises:
-            CheckpointError: missing or unreadable file, not a PPO checkpoint, or a checkpoint
-                whose observation/action sizes (or recorded game) do not match ``game``.
+            CheckpointError: missing or unreadable file, not a PPO checkpoint, a network this
+                loader cannot rebuild, or a checkpoint whose observation/action sizes (or
+                recorded game) do not match ``game``.
         """
-        path = Path(path)
-        if not path.is_file():
-            raise CheckpointError(f"no such checkpoint file: {str(path)!r}")
-        if not zipfile.is_zipfile(path):
-            raise CheckpointError(
-                f"{str(path)!r} is not a PPO checkpoint (not a zip archive: corrupted or another "
-                "kind of file)"
-            )
-        try:
-            import torch
-            from sb3_contrib import MaskablePPO
-
-            with torch.inference_mode():
-                model = MaskablePPO.load(path, device="cpu")
-        except ImportError as exc:
-            raise CheckpointError(
-                f"loading {str(path)!r} needs the training extras (pip install -e '.[train]'): {exc}"
-            ) from exc
-        except Exception as exc:  # sb3 raises many kinds (KeyError, RuntimeError, pickle, ...)
-            raise CheckpointError(
-                f"{str(path)!r} is not a readable MaskablePPO checkpoint (corrupted, truncated "
-                f"or another format; {type(exc).__name__}: {exc})"
-            ) from exc
-        return cls.from_model(
-            model, game, deterministic=deterministic, name=name or path.stem, source=str(path)
+        ckpt = read_checkpoint(path)
+        hint, hint_features, expected = _check_fit(
+            ckpt.source, ckpt.meta, ckpt.observation_shape, ckpt.num_actions, game
+        )
+        return cls(
+            ckpt.layers,
+            None,
+            expected,
+            game.num_actions,
+            deterministic=deterministic,
+            name=name or Path(path).stem,
+            meta=ckpt.meta,
+            hint=hint,
+            hint_features=hint_features,
+            prior_dim=ckpt.prior_dim,
         )
 
     @classmethod
@@ -137,46 +139,17 @@ class PPOPolicy:
         """A frozen copy of a live model's actor (checked against ``game``)."""
         import gymnasium
 
-        obs_space = model.observation_space
         act_space = model.action_space
         meta = dict(getattr(model, "derby_meta", None) or {})
-        recorded = meta.get("game")
-        if recorded is not None and recorded != game.name:
-            raise CheckpointError(
-                f"{source} was trained on {recorded!r}, not {game.name!r}"
-                + (f" (its parameters: {meta.get('params')})" if meta.get("params") else "")
-            )
         if not isinstance(act_space, gymnasium.spaces.Discrete):
+            recorded = meta.get("game")
+            if recorded is not None and recorded != game.name:
+                raise CheckpointError(f"{source} was trained on {recorded!r}, not {game.name!r}")
             raise CheckpointError(
                 f"{source} has action space {act_space}, expected Discrete({game.num_actions})"
             )
-        hint = None
-        hint_features = meta.get("hint_features") or "action"
-        if meta.get("hint"):
-            hint = make_hint(meta["hint"], game, source)
-            if hint_features not in HINT_FEATURES:
-                raise CheckpointError(
-                    f"{source} records hint features {hint_features!r}; this version knows "
-                    f"{', '.join(HINT_FEATURES)}"
-                )
-            if hint_features == "values" and not hasattr(hint, "action_values"):
-                raise CheckpointError(
-                    f"{source} uses the value features of {meta['hint']!r}, which has no "
-                    "action_values()"
-                )
-        expected = game.observation_size + (game.num_actions if hint is not None else 0)
-        shape = tuple(getattr(obs_space, "shape", ()) or ())
-        if shape != (expected,) or int(act_space.n) != game.num_actions:
-            trained = (
-                f" (trained with parameters {meta.get('params')})" if meta.get("params") else ""
-            )
-            raise CheckpointError(
-                f"{source} expects observations of shape {shape} and {int(act_space.n)} actions"
-                f"{trained}, but {game.name} with parameters {game.params} has observations of "
-                f"shape ({expected},){' with its hint' if hint is not None else ''} and "
-                f"{game.num_actions} actions: it was trained for another game, player count or "
-                "option set"
-            )
+        shape = tuple(getattr(model.observation_space, "shape", ()) or ())
+        hint, hint_features, expected = _check_fit(source, meta, shape, int(act_space.n), game)
         layers = _numpy_actor(model.policy)
         prior_dim = int(getattr(model.policy.mlp_extractor, "prior_dim", 0) or 0)
         return cls(
@@ -188,7 +161,7 @@ class PPOPolicy:
             name=name,
             meta=meta,
             hint=hint,
-            hint_features=hint_features if hint is not None else "action",
+            hint_features=hint_features,
             prior_dim=prior_dim,
         )
 
@@ -317,6 +290,339 @@ def make_hint(name: str, game: Game, source: str = "the checkpoint") -> Any:
         raise CheckpointError(
             f"{source} uses the hint agent {name!r}, which cannot be built for {game.name}: {exc}"
         ) from exc
+
+
+def _check_fit(
+    source: str,
+    meta: dict[str, Any],
+    obs_shape: tuple[int, ...],
+    num_actions: int,
+    game: Game,
+) -> tuple[Any, str, int]:
+    """Check a network (input shape, action count, recorded game and hint) against ``game``;
+    returns (hint agent or None, hint features, the network's input size)."""
+    recorded = meta.get("game")
+    if recorded is not None and recorded != game.name:
+        raise CheckpointError(
+            f"{source} was trained on {recorded!r}, not {game.name!r}"
+            + (f" (its parameters: {meta.get('params')})" if meta.get("params") else "")
+        )
+    hint = None
+    hint_features = meta.get("hint_features") or "action"
+    if meta.get("hint"):
+        hint = make_hint(meta["hint"], game, source)
+        if hint_features not in HINT_FEATURES:
+            raise CheckpointError(
+                f"{source} records hint features {hint_features!r}; this version knows "
+                f"{', '.join(HINT_FEATURES)}"
+            )
+        if hint_features == "values" and not hasattr(hint, "action_values"):
+            raise CheckpointError(
+                f"{source} uses the value features of {meta['hint']!r}, which has no "
+                "action_values()"
+            )
+    expected = game.observation_size + (game.num_actions if hint is not None else 0)
+    if tuple(obs_shape) != (expected,) or int(num_actions) != game.num_actions:
+        trained = f" (trained with parameters {meta.get('params')})" if meta.get("params") else ""
+        raise CheckpointError(
+            f"{source} expects observations of shape {tuple(obs_shape)} and {int(num_actions)} "
+            f"actions{trained}, but {game.name} with parameters {game.params} has observations "
+            f"of shape ({expected},){' with its hint' if hint is not None else ''} and "
+            f"{game.num_actions} actions: it was trained for another game, player count or "
+            "option set"
+        )
+    return hint, (hint_features if hint is not None else "action"), expected
+
+
+# ----- the safe checkpoint reader ---------------------------------------------------------------
+# Entries an sb3 ``save`` writes. Only ``data`` (JSON) and ``policy.pth`` (weights) are read;
+# the others are allowed to be present and are never opened.
+CHECKPOINT_ENTRIES = frozenset(
+    {"data", "policy.pth", "pytorch_variables.pth", "policy.optimizer.pth",
+     "_stable_baselines3_version", "system_info.txt"}
+)  # fmt: skip
+MAX_DATA_BYTES = 64 * 2**20  # the JSON metadata (sb3 writes tens of kB)
+MAX_WEIGHTS_BYTES = 1024 * 2**20  # policy.pth, uncompressed: refuse zip bombs
+# Policy classes whose network this reader can rebuild, by the module sb3 records in the plain
+# ``__module__`` field of ``policy_class`` (the class itself is pickled and never loaded).
+POLICY_MODULES = {
+    "sb3_contrib.common.maskable.policies": "MaskableActorCriticPolicy",
+    "agents.residual": "ResidualMaskablePolicy",
+}
+# policy_kwargs keys that do not change the actor's forward pass (or that this reader rebuilds)
+_POLICY_KWARGS = frozenset(
+    {"net_arch", "activation_fn", "ortho_init", "share_features_extractor", "optimizer_class",
+     "optimizer_kwargs", "prior_dim", "prior_scale", "features_extractor_class",
+     "normalize_images"}
+)  # fmt: skip
+_TORCH_ACTIVATION = re.compile(r"^<class 'torch\.nn\.modules\.activation\.(\w+)'>$")
+_FLATTEN = "<class 'stable_baselines3.common.torch_layers.FlattenExtractor'>"
+_BOX = "<class 'gymnasium.spaces.box.Box'>"
+_DISCRETE = "<class 'gymnasium.spaces.discrete.Discrete'>"
+_ACTOR_KEY = re.compile(r"^mlp_extractor\.policy_net\.(\d+)\.(weight|bias)$")
+_OTHER_KEYS = re.compile(
+    r"^(mlp_extractor\.value_net\.\d+\.(weight|bias)|value_net\.(weight|bias)"
+    r"|action_net\.(weight|bias))$"
+)
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """What :func:`read_checkpoint` found: plain data only."""
+
+    source: str
+    meta: dict[str, Any]  # derby_meta (game, params, hint, steps, ...); {} if absent
+    observation_shape: tuple[int, ...]
+    num_actions: int
+    num_timesteps: int
+    net_arch: tuple[int, ...]
+    activation: str
+    prior_dim: int
+    layers: list[tuple[np.ndarray, np.ndarray, str]]  # the actor, as PPOPolicy runs it
+
+
+def read_checkpoint(path: str | Path) -> CheckpointInfo:
+    """Read an sb3 MaskablePPO ``.zip`` without running any code from it.
+
+    Parses the ``data`` entry as JSON and uses only its plain fields (sb3's ``":serialized:"``
+    cloudpickle blobs are ignored, never decoded), loads ``policy.pth`` with
+    ``torch.load(weights_only=True)`` (tensors and containers only, no pickled objects), and
+    checks that the recorded architecture (policy class module, ``net_arch``, activation, the
+    residual ``prior_dim``, observation and action spaces) matches the weights' shapes.
+
+    Raises:
+        CheckpointError: naming the file and what is wrong with it.
+    """
+    path = Path(path)
+    source = str(path)
+
+    def bad(problem: str) -> CheckpointError:
+        return CheckpointError(f"{source!r}: {problem}")
+
+    if not path.is_file():
+        raise CheckpointError(f"no such checkpoint file: {source!r}")
+    if not zipfile.is_zipfile(path):
+        raise CheckpointError(
+            f"{source!r} is not a PPO checkpoint (not a zip archive: corrupted or another "
+            "kind of file)"
+        )
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = {i.filename: i for i in z.infolist()}
+            missing = [n for n in ("data", "policy.pth") if n not in infos]
+            if missing:
+                raise bad(
+                    "not a readable MaskablePPO checkpoint (the archive lacks "
+                    + " and ".join(repr(n) for n in missing)
+                    + f"; it holds {sorted(infos)[:8]})"
+                )
+            unknown = sorted(set(infos) - CHECKPOINT_ENTRIES)
+            if unknown:
+                raise bad(
+                    f"unexpected entries {unknown[:8]} in the archive (an sb3 checkpoint holds "
+                    f"only {sorted(CHECKPOINT_ENTRIES)})"
+                )
+            if infos["data"].file_size > MAX_DATA_BYTES:
+                raise bad(f"its 'data' entry is {infos['data'].file_size:,} bytes (too large)")
+            if infos["policy.pth"].file_size > MAX_WEIGHTS_BYTES:
+                raise bad(
+                    f"its 'policy.pth' is {infos['policy.pth'].file_size:,} bytes (too large)"
+                )
+            raw_data = z.read("data")
+            raw_weights = z.read("policy.pth")
+    except CheckpointError:
+        raise
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as exc:
+        # a CRC mismatch, a truncated member, an unsupported compression...
+        raise bad(
+            "not a readable MaskablePPO checkpoint (corrupted or truncated archive; "
+            f"{type(exc).__name__}: {exc})"
+        ) from exc
+    try:
+        data = json.loads(raw_data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise bad(f"its 'data' entry is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise bad("its 'data' entry is not a JSON object")
+    module = _plain(data.get("policy_class"), "__module__")
+    if module not in POLICY_MODULES:
+        raise bad(
+            f"its policy class comes from module {module!r}; this loader rebuilds only "
+            + ", ".join(f"{c} ({m})" for m, c in POLICY_MODULES.items())
+        )
+    kwargs = _plain_fields(data.get("policy_kwargs") or {}, bad, "policy_kwargs")
+    extra = sorted(set(kwargs) - _POLICY_KWARGS)
+    if extra:
+        raise bad(f"policy_kwargs {extra} are not supported by the safe loader")
+    if kwargs.get("features_extractor_class", _FLATTEN) != _FLATTEN:
+        raise bad(
+            f"features extractor {kwargs['features_extractor_class']!r} is not supported "
+            "(only FlattenExtractor)"
+        )
+    arch = kwargs.get("net_arch", [64, 64])  # sb3's default for MLP policies
+    if isinstance(arch, dict):
+        arch = arch.get("pi", [])
+    if not (
+        isinstance(arch, list)
+        and all(isinstance(u, int) and not isinstance(u, bool) and 0 < u <= 65536 for u in arch)
+    ):
+        raise bad(f"net_arch {kwargs.get('net_arch')!r} is not a list of layer sizes")
+    act_repr = kwargs.get("activation_fn", "<class 'torch.nn.modules.activation.Tanh'>")
+    m = _TORCH_ACTIVATION.match(act_repr) if isinstance(act_repr, str) else None
+    if m is None or m.group(1) not in _NP_ACTIVATIONS:
+        raise bad(
+            f"activation {act_repr!r} is not supported (allowed: torch.nn "
+            f"{', '.join(_NP_ACTIVATIONS)})"
+        )
+    activation = m.group(1)
+    residual = module == "agents.residual"
+    prior_dim = kwargs.get("prior_dim", 0) if residual else 0
+    if residual and not (isinstance(prior_dim, int) and prior_dim > 0):
+        raise bad(f"a residual policy needs a positive integer prior_dim, not {prior_dim!r}")
+    if not residual and "prior_dim" in kwargs:
+        raise bad("prior_dim is given, but the policy class is not the residual one")
+    obs_space = data.get("observation_space")
+    if _plain(obs_space, ":type:") != _BOX or _plain(obs_space, "dtype") != "float32":
+        raise bad("its observation space is not a float32 Box")
+    shape = _plain(obs_space, "_shape")
+    if not (
+        isinstance(shape, list)
+        and len(shape) == 1
+        and isinstance(shape[0], int)
+        and 0 < shape[0] <= 10**7
+    ):
+        raise bad(f"its observation shape {shape!r} is not one positive length")
+    act_space = data.get("action_space")
+    if _plain(act_space, ":type:") != _DISCRETE:
+        raise bad("its action space is not Discrete")
+    n = _int_field(act_space, "n", bad)
+    if _int_field(act_space, "start", bad, default=0) != 0 or not 0 < n <= 10**6:
+        raise bad(f"its Discrete action space (n={n}) is not Discrete(n) starting at 0")
+    steps = data.get("num_timesteps", 0)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise bad(f"num_timesteps {steps!r} is not a non-negative integer")
+    meta = data.get("derby_meta") or {}
+    if not isinstance(meta, dict) or ":serialized:" in meta:
+        raise bad("derby_meta is not plain JSON")
+    for key, kinds in (("game", str), ("hint", str), ("hint_features", str), ("params", dict)):
+        if meta.get(key) is not None and not isinstance(meta[key], kinds):
+            raise bad(f"derby_meta[{key!r}] = {meta[key]!r} is not a {kinds.__name__}")
+    weights = _load_weights(raw_weights, bad)
+    layers = _layers_from_weights(weights, arch, activation, shape[0], n, prior_dim, bad)
+    return CheckpointInfo(
+        source=source,
+        meta=dict(meta),
+        observation_shape=(shape[0],),
+        num_actions=n,
+        num_timesteps=steps,
+        net_arch=tuple(arch),
+        activation=activation,
+        prior_dim=prior_dim,
+        layers=layers,
+    )
+
+
+def _plain(field: Any, key: str) -> Any:
+    """A first-level plain field of an sb3-serialized object (``None`` if absent)."""
+    return field.get(key) if isinstance(field, dict) else None
+
+
+def _plain_fields(field: Any, bad: Any, what: str) -> dict[str, Any]:
+    if not isinstance(field, dict):
+        raise bad(f"{what} is not a JSON object")
+    return {k: v for k, v in field.items() if k not in (":type:", ":serialized:")}
+
+
+def _int_field(field: Any, key: str, bad: Any, default: int | None = None) -> int:
+    """sb3 stores numpy integers as their string (``"24"``); plain ints are fine too."""
+    value = _plain(field, key)
+    if value is None and default is not None:
+        return default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,12}", value):
+        return int(value)
+    raise bad(f"action space field {key!r} = {value!r} is not an integer")
+
+
+def _load_weights(raw: bytes, bad: Any) -> dict[str, np.ndarray]:
+    try:
+        import torch
+    except ImportError as exc:
+        raise bad(f"loading it needs torch (pip install -e '.[train]'): {exc}") from exc
+    try:
+        # weights_only: torch's restricted unpickler (tensors, dicts, lists, numbers) refuses
+        # any other global, so a pickled payload in policy.pth is an error, never a call.
+        state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+    except Exception as exc:  # UnpicklingError, RuntimeError (torn archive), EOFError, ...
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise bad(
+            f"its policy.pth is not plain weights (refused or corrupted; "
+            f"{type(exc).__name__}: {first[:300]})"
+        ) from None
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise bad("its policy.pth is not a mapping of parameter names to tensors")
+    out: dict[str, np.ndarray] = {}
+    for k, v in state.items():
+        if not v.is_floating_point():
+            raise bad(f"parameter {k!r} has dtype {v.dtype}, not a float")
+        arr = v.detach().to(torch.float32).numpy()
+        if not np.isfinite(arr).all():
+            raise bad(f"parameter {k!r} holds NaN or infinite values")
+        out[k] = arr
+    return out
+
+
+def _layers_from_weights(
+    weights: dict[str, np.ndarray],
+    arch: list[int],
+    activation: str,
+    obs_size: int,
+    num_actions: int,
+    prior_dim: int,
+    bad: Any,
+) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """The actor as numpy layers, checking every shape against the recorded architecture."""
+    unknown = sorted(k for k in weights if not (_ACTOR_KEY.match(k) or _OTHER_KEYS.match(k)))
+    if unknown:
+        raise bad(f"unexpected parameters {unknown[:6]} for an MLP policy")
+    # sb3's create_mlp: Linear at indices 0, 2, 4, ... each followed by the activation
+    found = sorted({int(_ACTOR_KEY.match(k).group(1)) for k in weights if _ACTOR_KEY.match(k)})
+    if found != [2 * i for i in range(len(arch))]:
+        raise bad(
+            f"its policy network has layers at {found}, but net_arch {arch} needs "
+            f"{[2 * i for i in range(len(arch))]}"
+        )
+    layers: list[tuple[np.ndarray, np.ndarray, str]] = []
+    fan_in = obs_size
+    for i, units in enumerate(arch):
+        w, b = _pair(weights, f"mlp_extractor.policy_net.{2 * i}", bad)
+        if w.shape != (units, fan_in) or b.shape != (units,):
+            raise bad(
+                f"layer {i} has weights {tuple(w.shape)} and bias {tuple(b.shape)}, expected "
+                f"({units}, {fan_in}) and ({units},)"
+            )
+        layers.append((w.T.copy(), b.copy(), activation))
+        fan_in = units
+    w, b = _pair(weights, "action_net", bad)
+    if w.shape != (num_actions, fan_in + prior_dim) or b.shape != (num_actions,):
+        raise bad(
+            f"the action head has weights {tuple(w.shape)} and bias {tuple(b.shape)}, expected "
+            f"({num_actions}, {fan_in + prior_dim}) and ({num_actions},)"
+        )
+    if prior_dim and prior_dim != num_actions:
+        raise bad(f"residual prior_dim {prior_dim} is not the action count {num_actions}")
+    layers.append((w.T.copy(), b.copy(), "Identity"))
+    return layers
+
+
+def _pair(weights: dict[str, np.ndarray], prefix: str, bad: Any) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        return weights[f"{prefix}.weight"], weights[f"{prefix}.bias"]
+    except KeyError as exc:
+        raise bad(f"parameter {exc.args[0]!r} is missing") from None
 
 
 def _numpy_actor(policy: Any) -> list[tuple[np.ndarray, np.ndarray, str]] | None:
