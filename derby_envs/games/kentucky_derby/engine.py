@@ -276,12 +276,9 @@ class KentuckyDerbyState(State):
         self.deck = self.rng.permutation(NUM_CARDS).tolist()
 
     def _end_session(self) -> None:
-        # The last race's bets are settled (they stay in ``last_race``): clearing them keeps a
-        # sealed stake from being added back to the chips of the final observation.
+        # The last race's bets stay in the state (settled; see ``last_race``): observations
+        # and the text view treat a finished session as having no bets on the table.
         self.over = True
-        self.bet_horse[:] = -1
-        self.bet_stake[:] = 0
-        self.to_bet = []
 
     # ----- whose move -----------------------------------------------------------------
     def current_players(self) -> list[int]:
@@ -443,8 +440,11 @@ class KentuckyDerbyState(State):
         max_stake = float(max(g.params["max_stake"], 1))
         order = [(player + k) % n for k in range(n)]  # relative seats
         sealed = g.params["betting"] == "sealed"
-        horse = self.bet_horse.tolist()
-        stake = self.bet_stake.tolist()
+        if self.over:  # the last race is settled: its stakes are in the chips, none is hidden
+            horse, stake = [-1] * n, [0] * n
+        else:
+            horse = self.bet_horse.tolist()
+            stake = self.bet_stake.tolist()
         chips = self.chips.tolist()
         active = self.active.tolist()
         seen = [horse[p] >= 0 and (not sealed or p == player) for p in order]
