@@ -184,6 +184,30 @@ def test_quitting_at_a_prompt_is_clean(how, status, message, tmp_path):
     assert not replay.complete and len(replay) >= 1
 
 
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_save_the_record_like_ctrl_c(signame, tmp_path):
+    """A killed terminal (SIGHUP) or ``kill PID`` (SIGTERM) loses nothing: the game so far is
+    saved as a replay that verifies, and the exit status is 128 + the signal number."""
+    import signal
+
+    from training.replay import load_replay
+
+    record = tmp_path / "partial.json"
+    child = spawn(
+        "play", *small_args("kentucky_derby"), "--seed", "1", "--record", str(record),
+    )  # fmt: skip
+    child.expect(PROMPT)
+    child.sendline("1")
+    child.expect(PROMPT)
+    sig = getattr(signal, signame)
+    child.kill(sig)
+    text = finish(child)
+    assert child.exitstatus == 128 + sig, text
+    assert f"Interrupted by {signame}" in text and "Traceback" not in text
+    replay = load_replay(record)
+    assert not replay.complete and len(replay) >= 1
+
+
 def test_ctrl_c_while_opponents_think_is_clean():
     # search opponents think long enough for the interrupt to land outside the prompt
     child = spawn(

@@ -13,8 +13,9 @@ engine reveals it on the board.
 At a prompt, type the number of an action, or its name or any unique abbreviation (a prefix of
 the name, or prefixes of its words: ``h 2`` for "back Hearts, stake 2"), ``?`` for help,
 ``list`` to list the actions again, ``board`` to redraw the board, ``history`` for the moves so
-far, ``q`` to quit. Bad input is explained and asked again; end of input (Ctrl-D) and Ctrl-C end
-the game cleanly with a summary.
+far, ``q`` to quit. Bad input is explained and asked again; end of input (Ctrl-D), Ctrl-C,
+SIGTERM and SIGHUP (a closed terminal) end the game cleanly with a summary, and ``--record``
+saves the game so far in every one of these cases.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import difflib
 import re
 import secrets
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -174,6 +177,31 @@ def _silence_stdout(stream: TextIO) -> None:
 
 
 # ----- helpers shared with watch ---------------------------------------------------------------
+class Signalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a game: handled like Ctrl-C (the record is saved)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _signals_as_interrupts() -> dict[int, Any]:
+    """Turn SIGTERM and SIGHUP into :class:`Signalled` for the game's duration; returns the
+    previous handlers (nothing outside the main thread, where Python cannot set them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Signalled(signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
 def new_seed() -> int:
     return secrets.randbelow(2**31)
 
@@ -420,6 +448,7 @@ class PlaySession:
         )
         self.say("Type ? at the prompt for help, q to quit.")
         status, finished = 0, False
+        previous = _signals_as_interrupts()
         try:
             while not state.is_terminal():
                 players = state.current_players()
@@ -440,9 +469,15 @@ class PlaySession:
             self.say("Quitting.")
         except EOFError:
             self.say("\nEnd of input: quitting.")
+        except Signalled as exc:
+            self.say(f"\nInterrupted by {signal.Signals(exc.signum).name}: quitting.")
+            status = 128 + exc.signum
         except KeyboardInterrupt:
             self.say("\nInterrupted: quitting.")
             status = 130
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         self.say()
         self.say(self.pal("═" * 60, "bold"))
         if finished:
