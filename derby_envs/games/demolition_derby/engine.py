@@ -1395,6 +1395,10 @@ class DemolitionDerbyState(State):
                 else:
                     picks = "  (picked)"
             todo = "  <- to act" if q in self.movers else ""
+            if self.phase == CHOOSE and player is not None and q != player:
+                # Whether another player still has a (hidden) choice to make must not show,
+                # as in observation(): only that an ability of theirs resolves at this level.
+                todo = "  <- resolving" if any(t.player == q for t in self.tasks) else ""
             lines.append(f"  player_{q}: hand [{hand}]{picks}{todo}")
             cards = []
             for c in self.lineups[q]:

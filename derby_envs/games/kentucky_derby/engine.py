@@ -497,19 +497,26 @@ class KentuckyDerbyState(State):
     def render_text(self, player: int | None = None) -> str:
         g = self.game
         n = g.num_players
+        seen = self.visible_bets(player) if player is not None else self.bet_horse >= 0
+        if self.over:
+            seen = np.zeros(n, bool)  # the last race is settled: no bet on the table
+        # As in observation(): a sealed stake shows neither in its player's chips nor in the pot.
+        hidden = [0 if seen[p] or self.over else int(self.bet_stake[p]) for p in range(n)]
+        pot = self.pot_carry + sum(int(self.bet_stake[p]) for p in range(n) if seen[p])
         lines = [
             f"Kentucky Derby — race {min(self.race + 1, g.params['num_races'])}/{g.params['num_races']}"
             + ("  (session over)" if self.over else f"  dealer: player_{self.dealer}"),
-            f"pool {self.pool}  stake pot {self.pot_carry + int(self.bet_stake.sum()) if not self.over else self.pot_carry}",
+            f"pool {self.pool}  stake pot {pot}",
         ]
-        seen = self.visible_bets(player) if player is not None else self.bet_horse >= 0
+        movers = self.current_players()
         for p in range(n):
             bet = "-"
             if not self.over and self.bet_horse[p] >= 0:
                 bet = f"{HORSES[self.bet_horse[p]]} +{self.bet_stake[p]}" if seen[p] else "(sealed)"
             status = "" if self.active[p] else "  sitting out"
-            turn = "  <- to bet" if p in self.current_players() else ""
-            lines.append(f"  player_{p}: {int(self.chips[p]):>4} chips  bet: {bet}{status}{turn}")
+            turn = "  <- to bet" if p in movers else ""
+            chips = int(self.chips[p]) + hidden[p]
+            lines.append(f"  player_{p}: {chips:>4} chips  bet: {bet}{status}{turn}")
         if self.last_race is not None:
             lr = self.last_race
             lines.append(f"last race (race {lr['race'] + 1}):")
