@@ -19,6 +19,7 @@ Overrides from the command line use dotted keys: ``--set ppo.learning_rate=1e-4`
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -47,6 +48,11 @@ def _f(
     if callable(default):
         return field(default_factory=default, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+# numpy's legacy seeding (which sb3 calls) takes 32 bits, and the env workers add their index:
+# one bound for every seed of a config, checked before a run directory is made.
+MAX_SEED = 2**31 - 1
 
 
 # ----- the schema -------------------------------------------------------------------------
@@ -141,7 +147,9 @@ class EvaluationConfig:
     fields: list[str] = _f(
         lambda: ["random"], "agents filling all other seats, one tournament per field"
     )
-    seed: int = _f(1_000, "tournament seed (its deals are disjoint from training's)", low=0)
+    seed: int = _f(
+        1_000, "tournament seed (its deals are disjoint from training's)", low=0, high=MAX_SEED
+    )
 
 
 @dataclass
@@ -159,7 +167,7 @@ class TrainConfig:
     game_params: dict[str, Any] = _f(dict, "the game's parameters, e.g. {num_players: 5}")
     name: str | None = _f(None, "run name (default: <game>_<n>p)")
     run_dir: str | None = _f(None, "output directory (default: runs/<name>)")
-    seed: int = _f(0, "seed of everything (torch, numpy, envs, opponents)", low=0)
+    seed: int = _f(0, "seed of everything (torch, numpy, envs, opponents)", low=0, high=MAX_SEED)
     total_timesteps: int = _f(200_000, "env steps of the learner in all", low=1)
     n_envs: int = _f(4, "parallel environments", low=1, high=256)
     vec_env: Literal["dummy", "subproc"] = _f(
@@ -220,8 +228,10 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if raw is None:
-        raw = {}
+    if raw is None:  # an empty file is a mistake (a wrong path, a lost edit), not "all defaults"
+        raise ConfigError(
+            f"{path}: the config file is empty; give at least 'game' (see docs/training.md)"
+        )
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level")
     apply_overrides(raw, overrides or [])
@@ -362,6 +372,8 @@ def _convert(tp: Any, value: Any, key: str, meta: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
             raise bad()
         value = float(value)
+        if not math.isfinite(value):  # .inf passes the bounds and breaks sampling later
+            raise bad(" (a finite value)")
     elif tp is str:
         if not isinstance(value, str):
             raise bad()
@@ -411,6 +423,12 @@ def _cross_check(cfg: TrainConfig) -> None:
         if spec.endswith(".zip"):
             if not Path(spec).is_file():
                 raise ConfigError(f"config key {key!r}: no such checkpoint file {spec!r}")
+            from agents.ppo import CheckpointError, PPOPolicy
+
+            try:  # the safe loader: a bad or foreign checkpoint fails here, before any work
+                PPOPolicy.load(spec, game)
+            except CheckpointError as exc:
+                raise ConfigError(f"config key {key!r}: {exc}") from None
             return
         if spec not in names:
             hint = did_you_mean(spec, names)

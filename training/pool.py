@@ -127,9 +127,10 @@ class OpponentPool:
             if m.spec.endswith(".zip"):
                 from agents.ppo import PPOPolicy
 
-                path = Path(m.spec)
-                if not path.is_absolute():
-                    path = Path(self.root) / path
+                if m.step is not None:  # a snapshot: a file of the run directory
+                    path = snapshot_path(self.root, m.spec, f"snapshot {m.label}")
+                else:  # a fixed member named in the config (loaded safely all the same)
+                    path = Path(m.spec)
                 det = self.snapshot_deterministic if m.step is not None else True
                 pol = PPOPolicy.load(path, self.game, deterministic=det, name=m.label)
             else:
@@ -210,24 +211,75 @@ class PoolSeat:
 
 
 # ----- run-directory files ------------------------------------------------------------------
+def snapshot_path(root: str | Path, rel: Any, source: str = "pool.json") -> Path:
+    """The file of a self-play snapshot listed as ``rel``: a relative ``.zip`` path that must
+    stay inside the run directory ``root`` (a pool file is data, never a pointer elsewhere).
+
+    Raises:
+        ConfigError: an absolute path, a path leaving ``root`` (``..``, a symlink out), or not
+            a ``.zip``.
+    """
+    from training.config import ConfigError
+
+    if not isinstance(rel, str) or not rel or not rel.endswith(".zip"):
+        raise ConfigError(f"{source}: snapshot path {rel!r} is not a relative .zip path")
+    p = Path(rel)
+    root_abs = Path(root).resolve()
+    full = (root_abs / p).resolve()
+    if p.is_absolute() or not full.is_relative_to(root_abs):
+        raise ConfigError(
+            f"{source}: snapshot path {rel!r} points outside the run directory "
+            f"{str(root)!r}; snapshots must be files inside it (e.g. snapshots/step_N.zip)"
+        )
+    return full
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def read_pool_file(path: str | Path) -> dict[str, Any]:
-    """Read and check ``pool.json``."""
+    """Read and check ``pool.json`` (types included; snapshot paths stay inside its
+    directory).
+
+    Raises:
+        ConfigError: missing, not JSON, another format, or a key of the wrong type, naming the
+            file and the key.
+    """
     from training.config import ConfigError
 
     path = Path(path)
+    where = f"cannot resume: {str(path)!r}"
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise ConfigError(
             f"cannot resume: the opponent pool file {str(path)!r} is missing"
         ) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"cannot resume: {str(path)!r} is not valid JSON ({exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where} is not valid JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != POOL_FORMAT:
-        raise ConfigError(
-            f"cannot resume: {str(path)!r} is not a pool file of format {POOL_FORMAT}"
-        )
+        raise ConfigError(f"{where} is not a pool file of format {POOL_FORMAT}")
     for key in ("snapshots", "next_snapshot_at", "step"):
         if key not in data:
-            raise ConfigError(f"cannot resume: {str(path)!r} lacks {key!r}")
+            raise ConfigError(f"{where} lacks {key!r}")
+    for key in ("next_snapshot_at", "step"):
+        if not _is_int(data[key]) or data[key] < 0:
+            raise ConfigError(f"{where}: {key!r} is {data[key]!r}, expected an integer >= 0")
+    if not isinstance(data["snapshots"], list):
+        raise ConfigError(f"{where}: 'snapshots' is not a list")
+    seen = set()
+    for i, s in enumerate(data["snapshots"]):
+        if not isinstance(s, dict) or set(s) != {"path", "step"}:
+            raise ConfigError(
+                f"{where}: snapshots[{i}] = {s!r}, expected {{'path': ..., 'step': ...}}"
+            )
+        if not _is_int(s["step"]) or s["step"] < 0:
+            raise ConfigError(
+                f"{where}: snapshots[{i}].step is {s['step']!r}, expected an integer >= 0"
+            )
+        snapshot_path(path.parent, s["path"], f"{where}: snapshots[{i}]")
+        if s["path"] in seen:
+            raise ConfigError(f"{where}: snapshot {s['path']!r} is listed twice")
+        seen.add(s["path"])
     return data
