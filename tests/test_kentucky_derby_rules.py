@@ -365,3 +365,62 @@ def test_final_observation_shows_the_settled_chips_in_sealed_games():
             assert np.allclose(obs[sl["chips"]], expected)
             assert obs[sl["stake_pot"]][0] == np.float32(state.pot_carry / game.total_chips)
             assert not obs[sl["has_bet"]].any() and not obs[sl["bet_stake"]].any()
+
+
+GOOD_TABLE = {"same_suit": 2, "same_colour": 1, "other": 0}
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "not valid JSON"),
+        (b"\xff\xfe{}", "cannot read the file"),
+        ("[1, 2]", "expected a JSON object, got list"),
+        ("{}", "needs a non-empty 'tables' object"),
+        ('{"tables": {}}', "needs a non-empty 'tables' object"),
+        ('{"tables": [1]}', "needs a non-empty 'tables' object"),
+        ('{"tables": {"t": 3}}', "a table must be an object, got int"),
+        ('{"tables": {"t": {"same_suit": 2}}}', "missing 'same_colour', 'other'"),
+        ('{"tables": {"t": {"same_suit": "2", "same_colour": 1, "other": 0}}}', "got '2'"),
+        ('{"tables": {"t": {"same_suit": 1.5, "same_colour": 1, "other": 0}}}', "got 1.5"),
+        ('{"tables": {"t": {"same_suit": true, "same_colour": 1, "other": 0}}}', "got True"),
+        ('{"tables": {"t": {"same_suit": -1, "same_colour": 1, "other": 0}}}', "got -1"),
+        ('{"tables": {"t": {"same_suit": 99999, "same_colour": 1, "other": 0}}}', "0..1000"),
+        ('{"tables": {"t": {"same_suit": [1, 2], "same_colour": 1, "other": 0}}}', "needs 12"),
+        ('{"tables": {"t": {"same_suit": null, "same_colour": 1, "other": 0}}}', "got None"),
+        ('{"tables": {"t": {"same_suit": 0, "same_colour": 0, "other": 0}}}', "all moves are 0"),
+    ],
+)
+def test_malformed_movement_table_file_is_named_with_its_problem(tmp_path, content, problem):
+    path = tmp_path / "table.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(InvalidParameterError) as info:
+        KentuckyDerbyGame(movement_table=str(path))
+    message = str(info.value)
+    assert "movement_table" in message and str(path) in message
+    assert problem in message
+
+
+def test_movement_table_path_that_is_missing_or_a_directory(tmp_path):
+    with pytest.raises(InvalidParameterError, match="no such file"):
+        KentuckyDerbyGame(movement_table=str(tmp_path / "missing.json"))
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(InvalidParameterError, match="is a directory"):
+        KentuckyDerbyGame(movement_table=str(tmp_path / "dir.json"))
+
+
+def test_movement_table_file_with_rank_lists_plays(tmp_path):
+    table = dict(GOOD_TABLE, same_suit=[0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3])
+    path = tmp_path / "ranks.json"
+    path.write_text(json.dumps({"tables": {"court": table}}))
+    game = KentuckyDerbyGame(movement_table=str(path))
+    assert game.moves[H, card(H, 9)] == 3 and game.moves[H, card(H, 0)] == 0
+    state = game.new_initial_state(0)
+    rng = np.random.default_rng(0)
+    while not state.is_terminal():
+        p = state.current_players()[0]
+        state.apply_action(p, int(rng.choice(state.legal_actions(p))))
+    assert state.winners()

@@ -72,27 +72,58 @@ def card_name(card: int) -> str:
     return RANKS[card % 12] + SUIT_SYMBOLS[card // 12]
 
 
-def load_movement_table(name: str) -> np.ndarray:
-    """``moves[horse, card]``: spaces the horse moves when ``card`` is dealt to it.
+MAX_MOVE = 1000  # spaces per card: far past the post, and well inside the int16 table
+RELATIONS = ("same_suit", "same_colour", "other")
 
-    ``name`` is a table of ``data/movement_tables.json`` or the path of a JSON file with a
-    ``tables`` mapping of the same layout (its first table is used).
-    """
-    path = Path(name)
-    if name.endswith(".json"):
-        if not path.is_file():
-            raise InvalidParameterError(f"parameter 'movement_table': no such file {name!r}")
-        tables = json.loads(path.read_text())["tables"]
-        spec = next(iter(tables.values()))
-    else:
-        tables = json.loads((DATA_DIR / "movement_tables.json").read_text())["tables"]
-        if name not in tables:
-            raise InvalidParameterError(
-                f"parameter 'movement_table': got {name!r}, expected one of "
-                + ", ".join(repr(t) for t in tables)
-                + " or the path of a .json file"
-            )
-        spec = tables[name]
+
+def _bad_table(where: str, problem: str) -> InvalidParameterError:
+    return InvalidParameterError(f"parameter 'movement_table': {where}: {problem}")
+
+
+def _read_tables(path: Path, where: str) -> Mapping[str, Any]:
+    """The ``tables`` mapping of a movement-table file, or a named error."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _bad_table(where, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _bad_table(where, f"cannot read the file ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise _bad_table(where, f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise _bad_table(where, f"expected a JSON object, got {type(data).__name__}")
+    tables = data.get("tables")
+    if not isinstance(tables, dict) or not tables:
+        raise _bad_table(where, "needs a non-empty 'tables' object of named tables")
+    return tables
+
+
+def _check_move(v: Any, where: str) -> int:
+    # bool is an int subclass and 1.0 a float: only real integers are accepted
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_MOVE:
+        raise _bad_table(where, f"got {v!r}, expected an integer number of spaces 0..{MAX_MOVE}")
+    return v
+
+
+def _table_moves(spec: Any, where: str) -> np.ndarray:
+    """``moves[horse, card]`` from one table spec, every field checked."""
+    if not isinstance(spec, dict):
+        raise _bad_table(where, f"a table must be an object, got {type(spec).__name__}")
+    missing = [r for r in RELATIONS if r not in spec]
+    if missing:
+        raise _bad_table(where, f"missing {', '.join(map(repr, missing))} (needs {RELATIONS})")
+    rows = {}
+    for rel in RELATIONS:
+        v = spec[rel]
+        if isinstance(v, list):
+            if len(v) != len(RANKS):
+                raise _bad_table(
+                    f"{where} {rel!r}",
+                    f"a list needs {len(RANKS)} numbers (ranks 2..K), got {len(v)}",
+                )
+            rows[rel] = [_check_move(x, f"{where} {rel!r}") for x in v]
+        else:
+            rows[rel] = [_check_move(v, f"{where} {rel!r}")] * len(RANKS)
     moves = np.zeros((4, NUM_CARDS), np.int16)
     for horse in range(4):
         for card in range(NUM_CARDS):
@@ -103,11 +134,35 @@ def load_movement_table(name: str) -> np.ndarray:
                 rel = "same_colour"
             else:
                 rel = "other"
-            v = spec[rel]
-            moves[horse, card] = v[card % 12] if isinstance(v, list) else v
-    if (moves < 0).any():
-        raise InvalidParameterError("parameter 'movement_table': moves must be >= 0")
+            moves[horse, card] = rows[rel][card % 12]
+    if not moves.any(axis=1).all():  # such a horse never moves: no race could finish
+        raise _bad_table(where, "every horse needs some card that moves it (all moves are 0)")
     return moves
+
+
+def load_movement_table(name: str) -> np.ndarray:
+    """``moves[horse, card]``: spaces the horse moves when ``card`` is dealt to it.
+
+    ``name`` is a table of ``data/movement_tables.json`` or the path of a JSON file with a
+    ``tables`` mapping of the same layout (its first table is used). Any problem with the
+    file raises InvalidParameterError naming the file and what is wrong.
+    """
+    if name.endswith(".json"):
+        path = Path(name)
+        if path.is_dir():
+            raise _bad_table(repr(name), "is a directory, not a .json file")
+        tables = _read_tables(path, repr(name))
+        key = next(iter(tables))
+        return _table_moves(tables[key], f"{name!r} table {key!r}")
+    builtin = DATA_DIR / "movement_tables.json"
+    tables = _read_tables(builtin, str(builtin))
+    if name not in tables:
+        raise InvalidParameterError(
+            f"parameter 'movement_table': got {name!r}, expected one of "
+            + ", ".join(repr(t) for t in tables)
+            + " or the path of a .json file"
+        )
+    return _table_moves(tables[name], f"table {name!r} of {builtin}")
 
 
 def _movement_tables() -> tuple[str, ...]:
