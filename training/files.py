@@ -1,4 +1,5 @@
-"""Atomic file writes: a crash leaves either the old file or the new one, never a torn one."""
+"""Atomic file writes (a crash leaves either the old file or the new one, never a torn one)
+and the run-directory lock (one writer per run directory)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,13 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from derby_envs.core.errors import DerbyEnvsError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX
+    fcntl = None  # type: ignore[assignment]
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
@@ -30,9 +38,81 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return path
 
 
+def fsync_file(path: str | Path) -> None:
+    """Flush a file written by someone else (sb3's ``save``) to disk before it is renamed."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def is_temp_name(name: str) -> bool:
+    """The names of this suite's temporary files (``.<name>.<random>.tmp``,
+    ``.<stem>.tmp.zip``): left only by a killed process, safe to remove under the lock."""
+    return name.startswith(".") and (name.endswith(".tmp") or name.endswith(".tmp.zip"))
+
+
 def write_json_atomic(path: str | Path, data: Any, **dump_kwargs: Any) -> Path:
     """:func:`write_text_atomic` of ``json.dumps(data, **dump_kwargs)`` plus a newline
     (default layout: ``indent=2, sort_keys=True``). Serialisation errors leave ``path`` as it
     was."""
     kwargs = {"indent": 2, "sort_keys": True, **dump_kwargs}
     return write_text_atomic(path, json.dumps(data, **kwargs) + "\n")
+
+
+# ----- one writer per run directory -----------------------------------------------------------
+LOCK_NAME = ".lock"
+
+
+class RunDirInUseError(DerbyEnvsError):
+    """Another live process holds the run directory (``derby-envs train`` on it)."""
+
+
+class RunDirLock:
+    """An exclusive ``fcntl.flock`` on ``<run_dir>/.lock``, held until :meth:`release` (or the
+    process ends: the kernel drops the lock of a killed process, so a crash never leaves a
+    stale lock). The file holds the owner's pid, for the error message only."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / LOCK_NAME
+        self._file: Any = None
+
+    def acquire(self) -> RunDirLock:
+        """Take the lock or fail at once.
+
+        Raises:
+            RunDirInUseError: another process holds it (naming its pid).
+        """
+        if fcntl is None:  # no flock on this platform: one writer is then the user's care
+            return self
+        f = self.path.open("a+")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            owner = f.read().strip() or "unknown"
+            f.close()
+            raise RunDirInUseError(
+                f"run directory {str(self.path.parent)!r} is in use by another training "
+                f"process (pid {owner}); wait for it to finish or stop it (Ctrl-C / kill PID "
+                "saves a checkpoint), then --resume"
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        self._file = f
+        return self
+
+    def release(self) -> None:
+        if self._file is not None:
+            try:
+                fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+            finally:
+                self._file.close()
+                self._file = None
+
+    @property
+    def held(self) -> bool:
+        return self._file is not None

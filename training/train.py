@@ -9,6 +9,7 @@ player from the opponent pool at every reset. ``n_envs`` copies run in a ``Dummy
 
 Run directory (``runs/<name>`` by default)::
 
+    .lock              held (fcntl.flock) by the process training in the directory
     config.yaml        the validated config of the run
     pool.json          the opponent pool: snapshot paths and steps, next snapshot step (atomic)
     checkpoints/       step_<steps>.zip, the newest ``checkpoint.keep`` of them (atomic)
@@ -22,9 +23,12 @@ Run directory (``runs/<name>`` by default)::
 Nothing saved is overwritten by mistake: a new run refuses a non-empty run directory, every
 file other than the appended ``eval.csv`` and TensorBoard's own logs is written to a
 temporary name and moved into place, and ``--resume`` continues from the
-newest checkpoint with its step count and its opponent pool (a snapshot and a checkpoint are
-always written together, and ``pool.json`` after both). Ctrl-C or SIGTERM saves a checkpoint
-before stopping.
+newest checkpoint with its step count and its opponent pool (the writes of a snapshot are
+ordered: snapshot file, then ``pool.json``, then the checkpoint, so a kill at any moment loses
+no snapshot; resume reconciles the pool with the files, removes stale temporary files and falls
+back to the newest intact checkpoint if the newest is damaged). A lock (``.lock``,
+``fcntl.flock``) keeps a second process out of a live run directory. Ctrl-C or SIGTERM saves a
+checkpoint before stopping.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -50,8 +56,15 @@ import yaml
 
 from derby_envs.registry import GAMES
 from training.config import ConfigError, TrainConfig, config_from_dict
-from training.files import write_json_atomic, write_text_atomic
-from training.pool import POOL_FORMAT, OpponentPool, read_pool_file
+from training.files import (
+    LOCK_NAME,
+    RunDirLock,
+    fsync_file,
+    is_temp_name,
+    write_json_atomic,
+    write_text_atomic,
+)
+from training.pool import POOL_FORMAT, OpponentPool, read_pool_file, snapshot_path
 
 CHECKPOINT_RE = re.compile(r"^step_(\d+)\.zip$")
 EVAL_FIELDS = ["step", "field", "games", "win_share", "win_lo95", "win_hi95", "mean_score",
@@ -187,11 +200,63 @@ def latest_checkpoint(run_dir: Path) -> tuple[int, Path] | None:
     return found[-1] if found else None
 
 
+def verify_checkpoint(path: Path, step: int | None = None) -> None:
+    """Check that a checkpoint of this run reads back whole, without loading it: every zip
+    member's CRC, the safe reader's checks of metadata and weights, the step in its name.
+
+    Raises:
+        CheckpointError: naming the file and the damage.
+    """
+    from agents.ppo import CheckpointError, read_checkpoint
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise CheckpointError(f"{str(path)!r}: not a readable zip ({exc})") from None
+    if bad is not None:
+        raise CheckpointError(f"{str(path)!r}: member {bad!r} fails its CRC check")
+    info = read_checkpoint(path)
+    if step is not None and info.num_timesteps != step:
+        raise CheckpointError(
+            f"{str(path)!r} holds {info.num_timesteps} steps, but its name says {step}"
+        )
+
+
+def remove_temp_files(run_dir: Path, report: Any = None) -> list[Path]:
+    """Remove the temporary files a killed process left in the run directory (called with
+    the lock held, so no live writer owns them)."""
+    removed = []
+    for folder in (run_dir, run_dir / "checkpoints", run_dir / "snapshots"):
+        if not folder.is_dir():
+            continue
+        for p in folder.iterdir():
+            if p.is_file() and is_temp_name(p.name):
+                p.unlink(missing_ok=True)
+                removed.append(p)
+    if removed and report is not None:
+        report(
+            "removed temporary files left by an interrupted write: "
+            + ", ".join(str(p.relative_to(run_dir)) for p in removed)
+        )
+    return removed
+
+
+def _has_content(run_dir: Path) -> bool:
+    """Anything but the lock file (which a crashed setup may leave on its own)."""
+    return any(p.name != LOCK_NAME for p in run_dir.iterdir())
+
+
 def save_model_atomic(model: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp.zip")
-    model.save(tmp)
-    os.replace(tmp, path)
+    try:
+        model.save(tmp)
+        fsync_file(tmp)  # the rename must not reach the disk before the data
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -328,12 +393,16 @@ class Trainer:
         resume: bool = False,
         progress: bool | None = None,
         out: TextIO | None = None,
+        err: TextIO | None = None,
     ) -> None:
         self.config = config
         self.resume = resume
         self.progress = config.logging.progress_bar if progress is None else progress
         self.out = out or sys.stdout
+        self.err = err or sys.stderr
         self.run_dir = config.run_path
+        self.lock = RunDirLock(self.run_dir)
+        self.created = False  # this process made the run directory (a new run)
         self.game = config.make_game()
         self.vec_env: Any = None
         self.pool_state: dict[str, Any] = {}
@@ -346,42 +415,114 @@ class Trainer:
         else:
             print(msg, file=self.out, flush=True)
 
+    def warn(self, msg: str) -> None:
+        """Recovery notes (a skipped checkpoint, a reconciled pool) go to stderr."""
+        print(f"derby-envs train: {msg}", file=self.err, flush=True)
+
     # ----- setup ----------------------------------------------------------------------
     def prepare_run_dir(self) -> tuple[int, Path | None]:
-        """Checks before any work; returns (start step, checkpoint to load)."""
+        """Checks before any work, under the run-directory lock (taken here, released at the
+        end of :meth:`run`); returns (start step, checkpoint to load)."""
         run = self.run_dir
         if self.resume:
-            latest = latest_checkpoint(run)
-            if latest is None:
+            if not run.is_dir():
                 raise ConfigError(
-                    f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r}"
-                    + ("" if run.is_dir() else " (the run directory does not exist)")
+                    f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r} (the run "
+                    "directory does not exist)"
                 )
+            self.lock.acquire()  # a second --resume of a live run stops here
+            remove_temp_files(run, self.warn)
+            if not checkpoints(run):
+                raise ConfigError(f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r}")
             check_resume_compatible(load_run_config(run), self.config)
             data = read_pool_file(run / "pool.json")
-            step, path = latest
-            snapshots = [s for s in data["snapshots"] if int(s["step"]) <= step]
-            for s in snapshots:
-                if not (run / s["path"]).is_file():
-                    raise ConfigError(
-                        f"cannot resume: the pool lists snapshot {s['path']!r}, which is missing "
-                        f"from {str(run)!r}"
-                    )
+            step, path = self.newest_intact_checkpoint()
+            snapshots = self.reconcile_snapshots(data["snapshots"], step)
             self.pool_state = self._pool_state(step, snapshots)
+            self.pool_state["checkpoint"] = str(path.relative_to(run))
             if int(data["step"]) == step:  # e.g. a snapshot that was due when it was stopped
                 self.pool_state["next_snapshot_at"] = int(data["next_snapshot_at"])
+            write_json_atomic(run / "pool.json", self.pool_state)  # the reconciled pool
             return step, path
-        if run.exists() and (not run.is_dir() or any(run.iterdir())):
+        if run.exists() and (not run.is_dir() or _has_content(run)):
             raise ConfigError(
                 f"run directory {str(run)!r} is not empty: resume it with --resume, or give "
                 "another 'name' / 'run_dir' (saved work is never overwritten)"
             )
+        self.created = not run.exists()
         run.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        if _has_content(run):  # another new run won the race for this directory
+            raise ConfigError(f"run directory {str(run)!r} was filled by another run meanwhile")
         write_text_atomic(
             run / "config.yaml", yaml.safe_dump(self.config.to_dict(), sort_keys=False)
         )
         self.pool_state = self._pool_state(0, [])
+        self.created = True
         return 0, None
+
+    def newest_intact_checkpoint(self) -> tuple[int, Path]:
+        """The newest checkpoint that reads back whole (CRCs, metadata, weights, step count);
+        damaged newer ones are renamed ``*.corrupt`` (kept, never read again) and reported."""
+        from agents.ppo import CheckpointError
+
+        for step, path in reversed(checkpoints(self.run_dir)):
+            try:
+                verify_checkpoint(path, step)
+            except CheckpointError as exc:
+                keep = path.with_name(path.name + ".corrupt")
+                os.replace(path, keep)
+                self.warn(f"skipping a damaged checkpoint ({exc}); kept as {keep.name}")
+                continue
+            return step, path
+        raise ConfigError(
+            f"cannot resume: no intact checkpoint in {str(self.run_dir / 'checkpoints')!r} "
+            "(the damaged ones are kept as *.corrupt)"
+        )
+
+    def reconcile_snapshots(self, listed: list[dict[str, Any]], step: int) -> list[dict]:
+        """The pool's snapshots as of checkpoint ``step``, matched with the files on disk.
+
+        pool.json is written before each checkpoint, so it lists every snapshot up to the
+        newest checkpoint; entries and files past ``step`` (a crash between the writes, or a
+        fallback to an older checkpoint) are dropped and their files removed: training redoes
+        those steps and takes them again. A snapshot file that no entry names (written just
+        before a crash, or by an older version that wrote pool.json last) is added back if it
+        is at most ``step`` and reads back whole, and removed otherwise.
+        """
+        from agents.ppo import CheckpointError
+
+        run = self.run_dir
+        kept: list[dict[str, Any]] = []
+        for s in listed:
+            if int(s["step"]) > step:
+                continue
+            if not (run / s["path"]).is_file():
+                raise ConfigError(
+                    f"cannot resume: the pool lists snapshot {s['path']!r}, which is missing "
+                    f"from {str(run)!r}"
+                )
+            kept.append({"path": s["path"], "step": int(s["step"])})
+        named = {str(snapshot_path(run, s["path"])) for s in listed}
+        folder = run / "snapshots"
+        for p in sorted(folder.iterdir()) if folder.is_dir() else []:
+            m = CHECKPOINT_RE.match(p.name)
+            if not m or (str(p.resolve()) in named and int(m.group(1)) <= step):
+                continue
+            rel, at = f"snapshots/{p.name}", int(m.group(1))
+            if str(p.resolve()) in named or at > step:
+                p.unlink()
+                self.warn(f"removed snapshot {rel}: taken after the checkpoint at step {step:,}")
+                continue
+            try:
+                verify_checkpoint(p, at)
+            except CheckpointError as exc:
+                p.unlink()
+                self.warn(f"removed an unreadable unlisted snapshot {rel} ({exc})")
+                continue
+            kept.append({"path": rel, "step": at})
+            self.warn(f"restored snapshot {rel} to the pool (it was missing from pool.json)")
+        return sorted(kept, key=lambda s: s["step"])
 
     def _pool_state(self, step: int, snapshots: list[dict]) -> dict[str, Any]:
         every = self.config.opponents.self_play.every
@@ -450,6 +591,10 @@ class Trainer:
         else:
             from agents.ppo import CheckpointError
 
+            # Trust: sb3's full load (it unpickles the cloudpickle fields, e.g. the schedules,
+            # and the optimizer state) is used only here, on a checkpoint of the run directory
+            # this suite wrote and locked; it has passed verify_checkpoint. Files from anyone
+            # else go through agents.ppo.read_checkpoint (docs/trust.md).
             try:
                 model = MaskablePPO.load(
                     checkpoint,
@@ -491,13 +636,14 @@ class Trainer:
 
     # ----- saving ---------------------------------------------------------------------
     def save_checkpoint(self, model: Any, ask_workers: bool = True) -> Path:
+        """pool.json first, then the checkpoint (see :meth:`take_snapshot` for why)."""
         step = int(model.num_timesteps)
         model.derby_meta = self.meta(model)
         path = self.run_dir / "checkpoints" / f"step_{step:012d}.zip"
-        save_model_atomic(model, path)
         self.pool_state["step"] = step
         self.pool_state["checkpoint"] = str(path.relative_to(self.run_dir))
         self.write_pool(model, ask_workers)
+        save_model_atomic(model, path)
         for _, old in checkpoints(self.run_dir)[: -self.config.checkpoint.keep]:
             old.unlink(missing_ok=True)
         return path
@@ -535,7 +681,10 @@ class Trainer:
         every = self.config.opponents.self_play.every
         self.pool_state["next_snapshot_at"] = (step // every + 1) * every
         self.vec_env.env_method("add_snapshot", rel, step)
-        self.save_checkpoint(model)  # the pool file and a checkpoint always agree
+        # Order for crash safety: the snapshot file, then pool.json naming it, then the
+        # checkpoint. A kill anywhere leaves pool.json listing every snapshot up to the newest
+        # checkpoint; what lies past it is dropped on resume (reconcile_snapshots).
+        self.save_checkpoint(model)
         self.log(f"step {step:,}: self-play snapshot {rel} added to the pool")
 
     # ----- behaviour-cloning warm start -------------------------------------------------
@@ -730,8 +879,26 @@ class Trainer:
 
     # ----- the run --------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        """The whole run, holding the run-directory lock from the first check to the end."""
+        try:
+            try:
+                start, checkpoint = self.prepare_run_dir()
+            except BaseException:
+                self.discard_new_run_dir()
+                raise
+            return self._run(start, checkpoint)
+        finally:
+            self.lock.release()
+
+    def discard_new_run_dir(self) -> None:
+        """A new run that fails before its first checkpoint leaves no directory behind (it
+        would block the corrected rerun); only what this process created is removed."""
+        if self.created and not checkpoints(self.run_dir):
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            self.created = False
+
+    def _run(self, start: int, checkpoint: Path | None) -> dict[str, Any]:
         cfg = self.config
-        start, checkpoint = self.prepare_run_dir()
         if self.resume:
             self.truncate_eval_log(start)
         self.log(
@@ -739,10 +906,16 @@ class Trainer:
             f"{self.game.params}, MaskablePPO, {cfg.n_envs} {cfg.vec_env} envs, "
             f"step {start:,} -> {cfg.total_timesteps:,}; run dir {self.run_dir}"
         )
-        model = self.build_model(start, checkpoint)
-        pretrained = None
-        if checkpoint is None and cfg.pretrain.agent is not None:
-            pretrained = self.pretrain(model)
+        try:
+            model = self.build_model(start, checkpoint)
+            pretrained = None
+            if checkpoint is None and cfg.pretrain.agent is not None:
+                pretrained = self.pretrain(model)
+        except BaseException:
+            if self.vec_env is not None:
+                self.vec_env.close()
+            self.discard_new_run_dir()
+            raise
         t0 = time.perf_counter()
         remaining = cfg.total_timesteps - start
         previous = _stop_on_sigterm()
@@ -853,6 +1026,14 @@ def export_policy(
     src = Path(checkpoint) if checkpoint is not None else run_dir / "final.zip"
     if not src.is_file():
         raise ConfigError(f"{str(src)!r} does not exist: train the run to the end first")
+    if not src.resolve().is_relative_to(run_dir.resolve()):
+        raise ConfigError(
+            f"{str(src)!r} is not a file of the run directory {str(run_dir)!r}: only a run's "
+            "own checkpoints are exported (they are loaded in full, see docs/trust.md)"
+        )
+    verify_checkpoint(src)  # the safe checks first: metadata and weights read back
+    # Trust: a full sb3 load of a file this suite wrote into the run directory (the optimizer
+    # state is rebuilt below); never used for files from elsewhere.
     model = MaskablePPO.load(src, device="cpu")
     policy = model.policy
     policy.optimizer = policy.optimizer_class(
