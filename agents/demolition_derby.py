@@ -20,9 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from derby_envs.games.demolition_derby.engine import (
+    CHOOSE,
     DEC_KINDS,
     DEPLOY,
     LINEUP_EXTRA,
+    OVER,
+    STRENGTH_CAP,
+    TOTAL_CAP,
     DemolitionDerbyGame,
     DemolitionDerbyState,
 )
@@ -141,6 +145,9 @@ class DDTactical:
         self.samples = samples
         self.greedy = DDGreedy(game)
         self.quick = DDGreedy(game, noise=noise)  # the opponents' model: noisy greedy
+        self._scratch = np.random.default_rng(0)
+        self._mekk = game.params["variant"] == "mekk_mania"
+        self._mekk_pool = game.cards.mekk_pool() if self._mekk else []
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
@@ -154,29 +161,127 @@ class DDTactical:
             return legal[0]
         totals = np.zeros(len(legal))
         for _ in range(self.samples):
-            base = state.resample_hidden(player, rng)
+            base = self._resample(state, player, rng)
             for i, a in enumerate(legal):
-                sim = base.clone()
-                sim.apply_action(player, a)
+                sim = self._light_copy(base)
+                sim._apply(player, a)  # legal by construction: skip the checked wrapper
+                if sim.derby != base.derby and sim.phase != OVER:
+                    # my move ended the Derby: the simulation plays the next one's first turn,
+                    # dealt as the resampled copy's own generator would deal it
+                    sim.rng = np.random.default_rng(base._deal_seed)
+                    DemolitionDerbyState._start_derby(sim)
                 totals[i] += self._simulate(sim, player, rng)
         best = np.flatnonzero(totals == totals.max())
+        if best.size == 1:  # rng.integers(1) draws nothing: skipping it keeps the stream
+            return legal[int(best[0])]
         return legal[int(best[rng.integers(best.size)])]
+
+    # The simulation works on light copies of engine states and runs the engine's own
+    # resolution, but replaces everything around it that costs without changing the outcome:
+    # no fresh bit generator per copy, no observation vectors and masks for the simulated
+    # greedy players (their scores are read from the state), no deal of the next Derby.
+    # Every draw from ``rng`` is the same, in the same order, as with the straightforward
+    # version (clone, ``resample_hidden``, ``apply_action``, ``DDGreedy.act``); the recorded
+    # traces (tests/test_heuristic_traces_dd_kd.py) hold it to that.
+
+    def _light_copy(self, s: DemolitionDerbyState) -> DemolitionDerbyState:
+        """A copy for one simulated turn (like ``clone``, minus the bit generator)."""
+        c = DemolitionDerbyState.__new__(DemolitionDerbyState)
+        d = c.__dict__
+        d.update(s.__dict__)
+        c.rng = self._scratch  # see act_state: a deal the simulation reads is made there
+        c.wins = s.wins[:]
+        c.hands = [h[:] for h in s.hands]
+        c.lineups = [x[:] for x in s.lineups]
+        c.discard = s.discard[:]
+        c.discard_turn = s.discard_turn[:]
+        c.owner = s.owner[:]
+        c.face_up = s.face_up[:]
+        c.this_turn = s.this_turn[:]
+        c.instant_done = s.instant_done[:]
+        c.picks = [x[:] for x in s.picks]
+        c.turn_protect = s.turn_protect[:]
+        c.stoppers = s.stoppers[:]
+        c.queue = s.queue[:]
+        c.tasks = [t.copy() for t in s.tasks]
+        c.movers = s.movers[:]
+        c.events = []  # the simulation never reads the log
+        c._masks = {}
+        c._priv = {}
+        # a Derby ended during the simulated turn is scored at once: dealing the next is wasted
+        c._start_derby = _no_deal
+        return c
+
+    def _resample(
+        self, state: DemolitionDerbyState, player: int, rng: np.random.Generator
+    ) -> DemolitionDerbyState:
+        """``state.resample_hidden(player, rng)`` with the same draws, on a light copy."""
+        g = self.game
+        cs = g.cards
+        s = self._light_copy(state)
+        s.deck = state.deck[:]
+        s.unused = state.unused[:]
+        # the seed of the copy's own future chance: only a Derby ended by my move reads it
+        s._deal_seed = int(rng.integers(2**63 - 1))
+        if s.phase == OVER:
+            return s
+        n = g.num_players
+        seats = [(player + r) % n for r in range(1, n) if r > s.turn]
+        unknown = s.unknown_cards(player)
+        if self._mekk:
+            known = set(s.deck) - set(unknown)
+            by_type: list[list[int]] = [[] for _ in cs.types]
+            for c in self._mekk_pool:
+                if c not in known:
+                    by_type[cs.card_type[c]].append(c)
+            need = cs.type_counts(unknown)
+            fresh = []
+            for t, k in enumerate(need):
+                if k:
+                    fresh += rng.choice(by_type[t], size=k, replace=False).tolist()
+            s.deck = sorted(known | set(fresh))
+        else:
+            fresh = unknown
+        order = rng.permutation(len(fresh)).tolist()
+        fresh = [fresh[i] for i in order]
+        i = 0
+        for q in seats:
+            k = len(s.hands[q])
+            s.hands[q] = fresh[i : i + k]
+            i += k
+        s.unused = fresh[i:]
+        if s.phase == DEPLOY:
+            for q in range(n):
+                if q != player and s.picks[q]:
+                    m = len(s.picks[q])
+                    s.picks[q] = []
+                    for _ in range(m):
+                        avail = s._hand_counts(q, minus_picks=True)
+                        legal = [d for d, k in enumerate(avail) if k > 0]
+                        s.picks[q].append(legal[int(rng.integers(len(legal)))])
+        elif s.phase == CHOOSE:
+            for t in s.tasks:
+                if t.player != player and t.made:
+                    s._redraw_task(t, rng)
+            s.movers = sorted({t.player for t in s.tasks if t.opts is not None})
+        s._clear_caches()
+        return s
 
     def _simulate(self, sim: DemolitionDerbyState, me: int, rng: np.random.Generator) -> float:
         """Play to the end of the current turn with quick greedy moves and score it."""
         derby, turn = sim.derby, sim.turn
         wins_before = sim.wins[me]
         steps = 0
-        while not sim.is_terminal() and sim.derby == derby and sim.turn == turn and steps < 200:
-            p = sim.current_players()[0]
+        while sim.phase != OVER and sim.derby == derby and sim.turn == turn and steps < 200:
+            p = sim.movers[0]
             if sim.phase == DEPLOY:
                 a = self._quick_deploy(sim, p, rng)
             else:
-                a = self.quick.act(sim.observation(p), sim.legal_mask(p), rng)
-            sim.apply_action(p, a)
+                a = self._quick_choice(sim, p, rng)
+            sim._apply(p, a)
             steps += 1
-        if sim.is_terminal():
-            return 100.0 * (me in sim.winners())
+        if sim.phase == OVER:
+            return 100.0 * (me in sim.final_winners)
         if sim.derby != derby:  # the Derby was scored
             return 30.0 * (sim.wins[me] - wins_before) - 10.0
         totals, special = sim.projected_scores()
@@ -193,6 +298,71 @@ class DDTactical:
         legal = [d for d, k in enumerate(counts) if k > 0]
         vals = self.quick.value[legal] + rng.normal(0, self.quick.noise, len(legal))
         return legal[int(np.argmax(vals))]
+
+    def _quick_choice(self, sim: DemolitionDerbyState, p: int, rng: np.random.Generator) -> int:
+        """``self.quick.act(sim.observation(p), sim.legal_mask(p), rng)`` read from the state."""
+        task = sim._pending_task(p)
+        legal = sorted(task.opts)
+        if len(legal) == 1:
+            return legal[0]
+        q = self.quick
+        off, S, n = q.off, q.S, q.n
+        kind = task.kind
+        st = sim.strengths()
+        lineups = sim.lineups
+        scores = []
+        leader = None
+        for a in legal:
+            if a < off["target"]:  # deploy (not offered in a choice; kept for parity)
+                scores.append(q.value[a])
+            elif a < off["gain"]:
+                r, k = divmod(a - off["target"], S)
+                c = lineups[(p + r) % n][k]
+                v = min(st[c], STRENGTH_CAP)  # the observation clips it
+                if kind == K["swap_give"] or r == 0:
+                    scores.append(-float(v))
+                else:
+                    if leader is None:
+                        totals = sim.projected_scores()[0]
+                        clipped = [min(totals[(p + r2) % n], TOTAL_CAP) for r2 in range(n)]
+                        leader = max(clipped[1:]) if n > 1 else 0
+                    # float32 arithmetic of the observation path, reproduced exactly
+                    x = v + (0.5 if clipped[r] >= leader else 0.0)
+                    if kind == K["face_down"] and self._pending(sim, c):
+                        x += _F32_03
+                    scores.append(x)
+            elif a < off["copy"]:
+                scores.append(q.strength[a - off["gain"]])
+            elif a < off["decline"]:
+                scores.append(q.value[a - off["copy"]])
+            elif a == off["decline"]:
+                d = task.design
+                if q.gives_self[d]:
+                    give = q.strength[d]
+                else:
+                    mine = [min(st[c], STRENGTH_CAP) for c in lineups[p]]
+                    give = float(min(mine)) if mine else 0.0
+                scores.append(give + 0.5)
+            else:  # accept
+                scores.append(0.0)
+        noisy = np.array(scores) + rng.normal(0, q.noise, len(legal))
+        best = np.flatnonzero(noisy == noisy.max())
+        if best.size == 1:
+            return legal[int(best[0])]
+        return legal[int(best[rng.integers(best.size)])]
+
+    @staticmethod
+    def _pending(sim: DemolitionDerbyState, c: int) -> bool:
+        """Whether card ``c``'s Instant counts as still to resolve (as the observation shows)."""
+        return c in sim.queue or any(t.card == c for t in sim.tasks)
+
+
+def _no_deal() -> None:
+    """Stands in for ``_start_derby`` on simulation copies (see ``DDTactical._light_copy``)."""
+
+
+# np.float32(0.3): the observation's "Instant pending" flag weight as the float32 path adds it
+_F32_03 = float(np.float32(0.3))
 
 
 POLICIES = {

@@ -109,10 +109,33 @@ class KDValue(_KDBase):
     """Maximise expected chips, averaging over the unseen bettors' choices."""
 
     name = "kd_value"
+    _CACHE_MAX = 1 << 16  # distinct betting situations kept (a few dozen bytes each)
+
+    def __init__(self, game: KentuckyDerbyGame) -> None:
+        super().__init__(game)
+        sl = game.observation_slices
+        # Everything the choice depends on: the pools, the crowding and who is still to bet.
+        names = ("pool", "stake_pot", "backers", "stakes_on", "active", "has_bet")
+        self._key_idx = np.concatenate([np.arange(sl[k].start, sl[k].stop) for k in names])
+        self._best: dict[bytes, tuple[int, ...]] = {}
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> int:
+        # The best actions are a pure function of a few observation entries and the legal
+        # stakes, and a session revisits the same betting situations over and over: keep them.
+        key = observation[self._key_idx].tobytes() + action_mask[: self.levels].tobytes()
+        best = self._best.get(key)
+        if best is None:
+            if len(self._best) >= self._CACHE_MAX:
+                self._best.clear()
+            best = self._best[key] = self._best_actions(observation, action_mask)
+        if len(best) == 1:  # rng.integers(1) draws nothing, so skipping it keeps the stream
+            return best[0]
+        return best[int(rng.integers(len(best)))]
+
+    def _best_actions(self, observation: np.ndarray, action_mask: np.ndarray) -> tuple[int, ...]:
+        """Every action of the highest expected value (within 1e-9)."""
         v = self._read(observation)
         k = v["unseen"]
         # P(j of the k unseen bettors join horse h), each choosing uniformly at random.
@@ -142,7 +165,7 @@ class KDValue(_KDBase):
                     best_val, best = val, [h * self.levels + s]
                 elif abs(val - best_val) <= 1e-9:
                     best.append(h * self.levels + s)
-        return int(best[rng.integers(len(best))])
+        return tuple(int(a) for a in best)
 
 
 POLICIES = {
