@@ -41,7 +41,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{cls.display_name} ({name}): {lo}-{hi} players")
         print(
             f"  PettingZoo: pettingzoo.make('aec', '{info.pz_id}')"
-            + (f" / pettingzoo.make('parallel', '{info.pz_id}')" if info.parallel else "")
+            + f" / pettingzoo.make('parallel', '{info.pz_id}')"
         )
         print(f"  Gymnasium:  gymnasium.make('{info.gym_id}')")
         print(f"  reward modes: {', '.join(cls.reward_modes)}")
@@ -63,6 +63,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     lineup = list(args.lineup)
     if len(lineup) < game.num_players:  # pad with the last agent: "ppo kd_value" = ppo vs the field
         lineup += [lineup[-1]] * (game.num_players - len(lineup))
+    if args.out:  # checked before the tournament, not after it
+        from training.evaluate import check_out_dir
+
+        check_out_dir(args.out, game.name, len(lineup))
     result = run_tournament(game, lineup, args.deals, seed=args.seed, progress=not args.quiet)
     print(result.markdown())
     print(f"\n({result.seconds:.1f} s)")

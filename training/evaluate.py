@@ -169,18 +169,65 @@ class TournamentResult:
         return self.__dict__.copy()
 
     def save(self, out_dir: str | Path) -> list[Path]:
+        """Write ``<game>_<n>p.md/.csv/.json`` into ``out_dir`` (each file atomically)."""
+        import io
+
+        from training.files import write_text_atomic
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         stem = f"{self.game}_{len(self.lineup)}p"
         paths = [out / f"{stem}.md", out / f"{stem}.csv", out / f"{stem}.json"]
-        paths[0].write_text(self.markdown() + "\n")
-        with paths[1].open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(self.rows[0]))
-            w.writeheader()
-            for r in self.rows:
-                w.writerow({**r, "rank_dist": " ".join(map(str, r["rank_dist"]))})
-        paths[2].write_text(json.dumps(self.to_json(), indent=2) + "\n")
+        write_text_atomic(paths[0], self.markdown() + "\n")
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, fieldnames=list(self.rows[0]))
+        w.writeheader()
+        for r in self.rows:
+            w.writerow({**r, "rank_dist": " ".join(map(str, r["rank_dist"]))})
+        write_text_atomic(paths[1], buf.getvalue())
+        write_text_atomic(paths[2], json.dumps(self.to_json(), indent=2) + "\n")
         return paths
+
+
+# Names that look like a results *file*: --out takes a directory (the files are named after
+# the game and player count), so these are almost surely a mistake.
+FILE_SUFFIXES = (".md", ".csv", ".json", ".txt", ".html", ".zip", ".yaml", ".yml")
+
+
+def check_out_dir(out_dir: str | Path, game: str, players: int) -> None:
+    """Fail before a tournament if its results cannot be written to ``out_dir``.
+
+    Raises:
+        InvalidParameterError: ``out_dir`` is a file or named like one, a result file in it
+            is a directory, or it cannot be created or written (it is created here).
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InvalidParameterError(
+            f"--out {str(out)!r} is a file; it takes a directory (the results are written "
+            f"there as {game}_{players}p.md/.csv/.json)"
+        )
+    if not out.exists() and out.suffix.lower() in FILE_SUFFIXES:
+        raise InvalidParameterError(
+            f"--out {str(out)!r} looks like a file name; it takes a directory (the results "
+            f"are written there as {game}_{players}p.md/.csv/.json)"
+        )
+    # Probing is the only reliable check (permissions, read-only mounts, /proc, root): make
+    # the directory the results go to now and write a temporary file into it.
+    import tempfile
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"--out {str(out)!r} is not a writable directory ({exc.strerror or exc})"
+        ) from None
+    for suffix in (".md", ".csv", ".json"):
+        target = out / f"{game}_{players}p{suffix}"
+        if target.is_dir():
+            raise InvalidParameterError(f"--out: {str(target)!r} is a directory, not a file")
 
 
 def ranks_of(scores: np.ndarray, winners: Sequence[int]) -> list[int]:
