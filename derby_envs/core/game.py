@@ -122,12 +122,19 @@ class Game(ABC):
             raise StateFormatError(
                 f"saved state has parameters {params!r}, this game has {self.params!r}"
             )
+        if "rng" not in data or "state" not in data:
+            raise StateFormatError("saved state needs 'rng' and 'state' entries")
         state = self._blank_state()
+        state.rng = rng_from_state(data["rng"])
+        payload = data["state"]
+        if not isinstance(payload, Mapping):
+            raise StateFormatError(f"'state' must be a mapping, got {type(payload).__name__}")
         try:
-            state.rng = np.random.default_rng()
-            state.rng.bit_generator.state = data["rng"]
-            state._load(data["state"])
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            state._load(payload)
+        except StateFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError, AttributeError) as exc:
+            # _load validates what it reads; anything it did not foresee is still a bad file
             raise StateFormatError(f"malformed saved state: {exc!r}") from exc
         return state
 
@@ -233,6 +240,79 @@ class State(ABC):
     @abstractmethod
     def _load(self, payload: Mapping[str, Any]) -> None:
         """Inverse of ``_dump`` on a blank state (``game`` and ``rng`` already set)."""
+
+
+# ----- saved-state validation (used by state_from_dict and the engines' _load) ------------
+_UINT128 = 1 << 128
+
+
+def rng_from_state(raw: Any) -> np.random.Generator:
+    """A Generator restored from a saved ``bit_generator.state``, every field checked."""
+    if not isinstance(raw, Mapping):
+        raise StateFormatError(f"'rng' must be a mapping, got {type(raw).__name__}")
+    if raw.get("bit_generator") != "PCG64":
+        raise StateFormatError(
+            f"'rng': bit_generator {raw.get('bit_generator')!r}, expected 'PCG64'"
+        )
+    inner = raw.get("state")
+    if not isinstance(inner, Mapping):
+        raise StateFormatError("'rng': 'state' must be a mapping with 'state' and 'inc'")
+    for key in ("state", "inc"):
+        saved_int(inner.get(key), f"rng state {key!r}", 0, _UINT128 - 1)
+    saved_int(raw.get("has_uint32"), "rng 'has_uint32'", 0, 1)
+    saved_int(raw.get("uinteger"), "rng 'uinteger'", 0, (1 << 32) - 1)
+    rng = np.random.default_rng()
+    try:
+        rng.bit_generator.state = dict(raw)
+    except (TypeError, ValueError, OverflowError) as exc:  # numpy's own checks, just in case
+        raise StateFormatError(f"'rng': {exc}") from exc
+    return rng
+
+
+def saved_int(value: Any, name: str, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int in ``[low, high]`` (bools and floats refused), else StateFormatError."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise StateFormatError(f"{name}: expected an integer, got {value!r}")
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        lo = "" if low is None else low
+        hi = "" if high is None else high
+        raise StateFormatError(f"{name}: {v} is outside [{lo}, {hi}]")
+    return v
+
+
+def saved_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise StateFormatError(f"{name}: expected true or false, got {value!r}")
+    return bool(value)
+
+
+def saved_list(value: Any, name: str, length: int | None = None) -> list:
+    if not isinstance(value, list | tuple):
+        raise StateFormatError(f"{name}: expected a list, got {type(value).__name__}")
+    if length is not None and len(value) != length:
+        raise StateFormatError(f"{name}: expected {length} entries, got {len(value)}")
+    return list(value)
+
+
+def saved_ints(
+    value: Any,
+    name: str,
+    length: int | None = None,
+    low: int | None = None,
+    high: int | None = None,
+) -> list[int]:
+    """A list of ints in ``[low, high]`` (optionally of a given length)."""
+    return [
+        saved_int(x, f"{name}[{i}]", low, high)
+        for i, x in enumerate(saved_list(value, name, length))
+    ]
+
+
+def saved_check(ok: bool, problem: str) -> None:
+    """A named consistency check of a saved state."""
+    if not ok:
+        raise StateFormatError(f"inconsistent saved state: {problem}")
 
 
 def slices_from_sizes(sizes: Sequence[tuple[str, int]]) -> dict[str, slice]:

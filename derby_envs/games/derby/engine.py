@@ -1242,13 +1242,48 @@ class DerbyState(State):
         }
         if not phase_ok[self.phase]:
             raise ValueError(f"inconsistent {PHASE_NAMES[self.phase]} phase")
-        for rec in (self.record, self.last_record):  # the turn records shown by render_text
-            if rec and not (
+        self._check_records()
+        self._build_vec()
+
+    def _check_records(self) -> None:
+        """The turn records (shown by render_text, extended move by move) must describe this
+        position: [player, number, declined, card, source, exchange colour, exchange mode,
+        finishers...]."""
+        g = self.game
+        n = g.num_players
+        for name, rec in (("record", self.record), ("last_record", self.last_record)):
+            if not rec:
+                continue
+            if not (
                 len(rec) >= 7
                 and 0 <= rec[0] < n
+                and 0 <= rec[1] <= g.max_number
+                and 0 <= rec[2] <= g.max_number
                 and -1 <= rec[3] < g.num_cards
+                and -1 <= rec[4] < len(SOURCE_NAMES)
+                and (rec[3] >= 0) == (rec[4] >= 0)
                 and -1 <= rec[5] < NUM_HORSES
+                and -1 <= rec[6] <= 1
+                and (rec[5] >= 0) == (rec[6] >= 0)
+                and len(set(rec[7:])) == len(rec) - 7
                 and all(0 <= h < NUM_HORSES for h in rec[7:])
             ):
-                raise ValueError(f"malformed turn record {rec}")
-        self._build_vec()
+                raise ValueError(f"malformed turn {name} {rec}")
+        rec = self.record
+        if self.phase == OVER:
+            if rec:
+                raise ValueError("the game is over: the turn record must be empty")
+            return
+        finishers = rec[7:] if len(rec) >= 7 else None
+        if not (
+            finishers is not None
+            and rec[0] == self.player
+            and rec[1] == self.num_card
+            and rec[3] == self.move_card
+            and rec[5] == -1
+            and self.finish_order[len(self.finish_order) - len(finishers) :] == finishers
+        ):
+            raise ValueError(
+                f"the turn record {rec} does not match the turn in progress (player "
+                f"{self.player}, number {self.num_card}, card {self.move_card})"
+            )

@@ -55,8 +55,18 @@ from typing import Any
 
 import numpy as np
 
-from derby_envs.core.errors import InvalidParameterError
-from derby_envs.core.game import Game, State, slices_from_sizes, win_share_returns
+from derby_envs.core.errors import InvalidParameterError, StateFormatError
+from derby_envs.core.game import (
+    Game,
+    State,
+    saved_bool,
+    saved_check,
+    saved_int,
+    saved_ints,
+    saved_list,
+    slices_from_sizes,
+    win_share_returns,
+)
 from derby_envs.core.params import Param
 
 HORSES = ("Hearts", "Diamonds", "Spades", "Clubs")
@@ -620,23 +630,89 @@ class KentuckyDerbyState(State):
         }
 
     def _load(self, d: Mapping[str, Any]) -> None:
-        n = self.game.num_players
-        self.race = int(d["race"])
-        self.dealer = int(d["dealer"])
-        self.chips = np.asarray(d["chips"], np.int64)
-        self.active = np.asarray(d["active"], bool)
-        self.pool = int(d["pool"])
-        self.pot_carry = int(d["pot_carry"])
-        self.bet_horse = np.asarray(d["bet_horse"], np.int64)
-        self.bet_stake = np.asarray(d["bet_stake"], np.int64)
-        self.to_bet = [int(p) for p in d["to_bet"]]
-        self.deck = [int(c) for c in d["deck"]]
-        self.over = bool(d["over"])
-        self.last_first = int(d["last_first"])
-        self.last_second = int(d["last_second"])
-        self.last_race = d["last_race"]
-        for arr in (self.chips, self.active, self.bet_horse, self.bet_stake):
-            if arr.shape != (n,):
-                raise ValueError(f"expected {n} seats, got shape {arr.shape}")
-        if sorted(self.deck) != list(range(NUM_CARDS)) and not self.over:
-            raise ValueError("deck is not a permutation of the 48 cards")
+        """Restore and validate a saved session: every field is typed and range-checked, then
+        the position must be one the rules can reach (chips conserved, betting order, ...)."""
+        g = self.game
+        n = g.num_players
+        races, top = g.params["num_races"], g.params["max_stake"]
+        T = g.total_chips
+        self.race = saved_int(d["race"], "race", 0, races)
+        self.dealer = saved_int(d["dealer"], "dealer", 0, n - 1)
+        self.chips = np.array(saved_ints(d["chips"], "chips", n, 0, T), np.int64)
+        self.active = np.array(
+            [saved_bool(a, "active") for a in saved_list(d["active"], "active", n)]
+        )
+        self.pool = saved_int(d["pool"], "pool", 0, T)
+        self.pot_carry = saved_int(d["pot_carry"], "pot_carry", 0, T)
+        self.bet_horse = np.array(saved_ints(d["bet_horse"], "bet_horse", n, -1, 3), np.int64)
+        self.bet_stake = np.array(saved_ints(d["bet_stake"], "bet_stake", n, 0, top), np.int64)
+        self.to_bet = saved_ints(d["to_bet"], "to_bet", None, 0, n - 1)
+        self.deck = saved_ints(d["deck"], "deck", NUM_CARDS, 0, NUM_CARDS - 1)
+        self.over = saved_bool(d["over"], "over")
+        self.last_first = saved_int(d["last_first"], "last_first", -1, 3)
+        self.last_second = saved_int(d["last_second"], "last_second", -1, 3)
+        self.last_race = self._load_last_race(d["last_race"])
+        saved_check(
+            sorted(self.deck) == list(range(NUM_CARDS)), "deck is not a permutation of the 48 cards"
+        )
+        bets = self.bet_horse >= 0
+        saved_check(not (self.bet_stake[~bets] > 0).any(), "a stake without a bet (bet_horse -1)")
+        saved_check(not (bets & ~self.active).any(), "a player sitting out has a bet")
+        staked = 0 if self.over else int(self.bet_stake.sum())
+        total = int(self.chips.sum()) + self.pool + self.pot_carry + staked
+        saved_check(total == T, f"chips, pool, pot and stakes add up to {total}, not {T}")
+        if self.over:
+            saved_check(not self.to_bet, "to_bet must be empty when the session is over")
+        else:
+            saved_check(self.race < races, f"race {self.race} of {races} but not over")
+            saved_check(
+                self.dealer == self.race % n, f"race {self.race} is dealt by seat {self.race % n}"
+            )
+            saved_check(int(self.active.sum()) >= 2, "a race needs two active players")
+            order = [(self.dealer + k) % n for k in range(1, n + 1)]
+            due = [p for p in order if self.active[p] and not bets[p]]
+            saved_check(
+                self.to_bet == due,
+                f"to_bet {self.to_bet} must be the active players without a bet, in betting order "
+                f"from the dealer's left ({due})",
+            )
+            saved_check(bool(self.to_bet), "no player to bet, but the race has not been run")
+        if self.last_race is None:
+            saved_check(
+                self.last_first == self.last_second == -1, "last places without a last race"
+            )
+        else:
+            lr = self.last_race
+            saved_check(
+                (lr["first"], lr["second"]) == (self.last_first, self.last_second),
+                "last_first / last_second differ from last_race",
+            )
+
+    def _load_last_race(self, raw: Any) -> dict[str, Any] | None:
+        """The public record of the previous race (shown by the text and picture views)."""
+        if raw is None:
+            return None
+        if not isinstance(raw, Mapping):
+            raise StateFormatError(f"last_race: expected a mapping or null, got {raw!r}")
+        g = self.game
+        n = g.num_players
+        w = "last_race"
+        out = {
+            "race": saved_int(raw.get("race"), f"{w} race", 0, g.params["num_races"] - 1),
+            "dealer": saved_int(raw.get("dealer"), f"{w} dealer", 0, n - 1),
+            "first": saved_int(raw.get("first"), f"{w} first", 0, 3),
+            "second": saved_int(raw.get("second"), f"{w} second", -1, 3),
+            "positions": saved_ints(raw.get("positions"), f"{w} positions", 4, 0, None),
+            "piles": [
+                saved_ints(p, f"{w} piles", None, 0, NUM_CARDS - 1)
+                for p in saved_list(raw.get("piles"), f"{w} piles", 4)
+            ],
+            "bets": [
+                saved_ints(b, f"{w} bets", 2, -1, g.params["max_stake"])
+                for b in saved_list(raw.get("bets"), f"{w} bets", n)
+            ],
+            "payouts": saved_ints(raw.get("payouts"), f"{w} payouts", n, 0, g.total_chips),
+            "reshuffles": saved_int(raw.get("reshuffles"), f"{w} reshuffles", 0, MAX_RESHUFFLES),
+        }
+        saved_check(out["first"] != out["second"], "last_race: first and second are one horse")
+        return out
