@@ -355,7 +355,7 @@ _POLICY_KWARGS = frozenset(
      "optimizer_kwargs", "prior_dim", "prior_scale", "features_extractor_class",
      "normalize_images"}
 )  # fmt: skip
-_TORCH_ACTIVATION = re.compile(r"^<class 'torch\.nn\.modules\.activation\.(\w+)'>$")
+_TORCH_ACTIVATION = re.compile(r"^<class 'torch\.nn\.modules\.(?:activation|linear)\.(\w+)'>$")
 _FLATTEN = "<class 'stable_baselines3.common.torch_layers.FlattenExtractor'>"
 _BOX = "<class 'gymnasium.spaces.box.Box'>"
 _DISCRETE = "<class 'gymnasium.spaces.discrete.Discrete'>"
@@ -364,6 +364,98 @@ _OTHER_KEYS = re.compile(
     r"^(mlp_extractor\.value_net\.\d+\.(weight|bias)|value_net\.(weight|bias)"
     r"|action_net\.(weight|bias))$"
 )
+
+
+# The globals that sb3's own pickled fields reference (``":serialized:"``; scanned, never
+# unpickled). A blob naming anything else (``builtins.exec``, ``os.system``, ...) is refused:
+# no honest checkpoint needs it, so it is a damaged or malicious file.
+_SB3_GLOBALS = frozenset(
+    [("collections", "deque"), ("gymnasium.spaces.box", "Box"),
+     ("gymnasium.spaces.discrete", "Discrete"), ("numpy", "dtype"), ("numpy", "ndarray"),
+     ("numpy._core.multiarray", "scalar"), ("numpy._core.multiarray", "_reconstruct"),
+     ("numpy._core.numeric", "_frombuffer"), ("numpy.core.multiarray", "scalar"),
+     ("numpy.core.multiarray", "_reconstruct"), ("numpy.core.numeric", "_frombuffer"),
+     ("numpy.random._pcg64", "PCG64"), ("numpy.random._pickle", "__bit_generator_ctor"),
+     ("numpy.random._pickle", "__generator_ctor"), ("numpy.random._pickle", "__randomstate_ctor"),
+     ("numpy.random.bit_generator", "SeedSequence"),
+     ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+     ("sb3_contrib.common.maskable.buffers", "MaskableRolloutBuffer"),
+     ("sb3_contrib.common.maskable.policies", "MaskableActorCriticPolicy"),
+     ("agents.residual", "ResidualMaskablePolicy"),
+     ("stable_baselines3.common.utils", "ConstantSchedule"),
+     ("stable_baselines3.common.utils", "FloatSchedule"),
+     ("stable_baselines3.common.utils", "LinearSchedule"),
+     ("stable_baselines3.common.torch_layers", "FlattenExtractor")]
+    + [("torch.nn.modules.activation", a) for a in ("Tanh", "ReLU", "LeakyReLU", "ELU")]
+    + [("torch.nn.modules.linear", "Identity")]
+)  # fmt: skip
+# sb3 versions before 2.7 pickled schedules as functions (cloudpickle). The function is data
+# here too (never rebuilt), so its machinery is tolerated in the schedule fields only.
+_SCHEDULE_FIELDS = frozenset({"lr_schedule", "clip_range", "clip_range_vf", "learning_rate"})
+_CLOUDPICKLE_FUNCTION = frozenset(
+    ("cloudpickle.cloudpickle", n)
+    for n in ("_builtin_type", "_function_setstate", "_make_function", "_make_empty_cell",
+              "_make_cell", "subimport", "_get_cell_contents")
+)  # fmt: skip
+
+
+def pickle_globals(blob: bytes) -> list[tuple[str, str]]:
+    """The ``(module, name)`` globals a pickle would import, read from its opcodes
+    (:mod:`pickletools`; nothing is executed). Unresolvable references come back as
+    ``("?", "?")``."""
+    import pickletools
+
+    found: list[tuple[str, str]] = []
+    strings: list[Any] = []
+    memo: dict[int, Any] = {}
+    for op, arg, _ in pickletools.genops(blob):
+        name = op.name
+        if name in ("SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "STRING",
+                    "BINSTRING", "SHORT_BINSTRING"):  # fmt: skip
+            strings.append(arg)
+        elif name == "MEMOIZE":
+            memo[len(memo)] = strings[-1] if strings else None
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[int(arg)] = strings[-1] if strings else None
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            strings.append(memo.get(int(arg)))
+        elif name in ("GLOBAL", "INST"):
+            module, _, attr = str(arg).partition(" ")
+            found.append((module, attr))
+        elif name == "STACK_GLOBAL":
+            pair = strings[-2:] if len(strings) >= 2 else [None, None]
+            ok = all(isinstance(s, str) for s in pair)
+            found.append((pair[0], pair[1]) if ok else ("?", "?"))
+    return found
+
+
+def _check_serialized_fields(data: dict[str, Any], bad: Any) -> None:
+    """Refuse a ``data`` entry whose pickled fields reference anything sb3 never writes."""
+    import base64
+    import binascii
+
+    for key, value in data.items():
+        if not isinstance(value, dict) or ":serialized:" not in value:
+            continue
+        blob = value[":serialized:"]
+        try:
+            raw = base64.b64decode(blob, validate=True) if isinstance(blob, str) else None
+        except (binascii.Error, ValueError):
+            raw = None
+        if raw is None:
+            raise bad(f"its field {key!r} holds a malformed serialized value")
+        try:
+            found = pickle_globals(raw)
+        except Exception as exc:  # pickletools raises ValueError and others on junk
+            raise bad(f"its field {key!r} holds a malformed pickle ({exc})") from None
+        allowed = _SB3_GLOBALS | (_CLOUDPICKLE_FUNCTION if key in _SCHEDULE_FIELDS else set())
+        foreign = sorted({f"{m}.{n}" for m, n in found if (m, n) not in allowed})
+        if foreign:
+            raise bad(
+                f"its field {key!r} carries a pickled reference to {', '.join(foreign[:4])}, "
+                "which no sb3 checkpoint needs: refused (a damaged or malicious file; this "
+                "loader never unpickles, see docs/trust.md)"
+            )
 
 
 @dataclass(frozen=True)
@@ -385,7 +477,8 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
     """Read an sb3 MaskablePPO ``.zip`` without running any code from it.
 
     Parses the ``data`` entry as JSON and uses only its plain fields (sb3's ``":serialized:"``
-    cloudpickle blobs are ignored, never decoded), loads ``policy.pth`` with
+    cloudpickle blobs are never unpickled: their opcodes are scanned, and a blob referencing
+    anything sb3 does not write is refused), loads ``policy.pth`` with
     ``torch.load(weights_only=True)`` (tensors and containers only, no pickled objects), and
     checks that the recorded architecture (policy class module, ``net_arch``, activation, the
     residual ``prior_dim``, observation and action spaces) matches the weights' shapes.
@@ -444,6 +537,7 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
         raise bad(f"its 'data' entry is not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise bad("its 'data' entry is not a JSON object")
+    _check_serialized_fields(data, bad)
     module = _plain(data.get("policy_class"), "__module__")
     if module not in POLICY_MODULES:
         raise bad(
