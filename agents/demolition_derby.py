@@ -11,8 +11,9 @@
   the position (Strength margin over the best opponent, Derby wins, Commander/Underdog
   conditions). It uses only what ``resample_hidden`` keeps, so it never peeks.
 
-Both are cheap: greedy ~30 µs per decision, tactical a few ms (``samples`` x legal actions x
-one simulated turn).
+Both are cheap: greedy ~30 µs per decision, tactical ~0.8 ms (``samples`` x legal actions x
+one simulated turn, on light state copies; ``scripts/time_heuristics.py`` measures it against
+the earlier clone-per-action version, 2.2x slower, with the same choices).
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ class DDTactical:
         self.greedy = DDGreedy(game)
         self.quick = DDGreedy(game, noise=noise)  # the opponents' model: noisy greedy
         self._scratch = np.random.default_rng(0)
+        self._value = self.quick.value.tolist()
         self._mekk = game.params["variant"] == "mekk_mania"
         self._mekk_pool = game.cards.mekk_pool() if self._mekk else []
 
@@ -296,8 +298,12 @@ class DDTactical:
     def _quick_deploy(self, sim: DemolitionDerbyState, p: int, rng: np.random.Generator) -> int:
         counts = sim._hand_counts(p, minus_picks=True)
         legal = [d for d, k in enumerate(counts) if k > 0]
-        vals = self.quick.value[legal] + rng.normal(0, self.quick.noise, len(legal))
-        return legal[int(np.argmax(vals))]
+        # value + noise on Python floats (the same doubles); max() keeps the first best, as
+        # np.argmax does
+        noise = rng.normal(0, self.quick.noise, len(legal)).tolist()
+        value = self._value
+        vals = [value[d] + z for d, z in zip(legal, noise, strict=True)]
+        return legal[max(range(len(vals)), key=vals.__getitem__)]
 
     def _quick_choice(self, sim: DemolitionDerbyState, p: int, rng: np.random.Generator) -> int:
         """``self.quick.act(sim.observation(p), sim.legal_mask(p), rng)`` read from the state."""
