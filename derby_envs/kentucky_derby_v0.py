@@ -1,11 +1,8 @@
 """Versioned entry point: ``from derby_envs import kentucky_derby_v0; env = kentucky_derby_v0.env()``."""
 
-from derby_envs.core.wrappers import wrap_aec
-from derby_envs.games.kentucky_derby.env import parallel_env, raw_env
+from derby_envs.core.wrappers import entry_points
+from derby_envs.games.kentucky_derby.env import raw_env, raw_parallel_env
 
-__all__ = ["env", "parallel_env", "raw_env"]
+__all__ = ["env", "parallel_env", "raw_env", "raw_parallel_env"]
 
-
-def env(**kwargs):
-    """The AEC env with PettingZoo's standard order-enforcing and bounds wrappers."""
-    return wrap_aec(raw_env(**kwargs))
+env, parallel_env = entry_points(raw_env, raw_parallel_env)

@@ -7,7 +7,11 @@ import importlib.util
 from dataclasses import dataclass
 
 import gymnasium
-from pettingzoo.env_registry import registration as pz_registration
+
+try:  # PettingZoo's own registry (pettingzoo.make) exists from 1.27 on
+    from pettingzoo.env_registry import registration as pz_registration
+except ImportError:  # older PettingZoo: the envs are still importable from their modules
+    pz_registration = None
 
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.game import Game
@@ -20,7 +24,6 @@ class GameInfo:
     engine: str  # "module:GameClass"
     gym_id: str  # Gymnasium single-agent id
     gym_entry: str  # "module:Class"
-    parallel: bool  # registered in PettingZoo's parallel registry too
 
     @property
     def pz_id(self) -> str:
@@ -36,7 +39,6 @@ GAMES: dict[str, GameInfo] = {
             "derby_envs.games.kentucky_derby.engine:KentuckyDerbyGame",
             "derby_envs/KentuckyDerby-v0",
             "derby_envs.games.kentucky_derby.env:KentuckyDerbySingleAgentEnv",
-            True,
         ),
         GameInfo(
             "derby",
@@ -44,7 +46,6 @@ GAMES: dict[str, GameInfo] = {
             "derby_envs.games.derby.engine:DerbyGame",
             "derby_envs/Derby-v0",
             "derby_envs.games.derby.env:DerbySingleAgentEnv",
-            False,
         ),
         GameInfo(
             "demolition_derby",
@@ -52,7 +53,6 @@ GAMES: dict[str, GameInfo] = {
             "derby_envs.games.demolition_derby.engine:DemolitionDerbyGame",
             "derby_envs/DemolitionDerby-v0",
             "derby_envs.games.demolition_derby.env:DemolitionDerbySingleAgentEnv",
-            True,
         ),
     )
 }
@@ -83,14 +83,14 @@ def make_game(name: str, **params) -> Game:
 
 
 def register_all() -> None:
+    """Register every game with PettingZoo (AEC and parallel, 1.27+) and Gymnasium."""
     for info in GAMES.values():
         if not _available(info):
             continue
-        if info.pz_id not in pz_registration.aec_registry:
+        if pz_registration is not None and info.pz_id not in pz_registration.aec_registry:
             pz_registration.register("aec", info.pz_id, entry_point=f"{info.module}:env")
-            if info.parallel:
-                pz_registration.register(
-                    "parallel", info.pz_id, entry_point=f"{info.module}:parallel_env"
-                )
+            pz_registration.register(
+                "parallel", info.pz_id, entry_point=f"{info.module}:parallel_env"
+            )
         if info.gym_id not in gymnasium.registry:
             gymnasium.register(id=info.gym_id, entry_point=info.gym_entry)

@@ -9,9 +9,6 @@ import gymnasium
 import numpy as np
 import pettingzoo
 import pytest
-from gymnasium.utils.env_checker import check_env
-from pettingzoo.test import parallel_api_test
-from pettingzoo.test.seed_test import parallel_seed_test
 
 import derby_envs  # noqa: F401 - registers the envs
 from derby_envs import demolition_derby_v0
@@ -22,32 +19,10 @@ from tests.common import (
     check_golden,
     check_resample_hidden,
     random_action,
-    run_pettingzoo_contract,
     transcript,
 )
 
 CONFIGS = [(n, v) for n in range(2, 7) for v in ("standard", "mekk_mania")]
-
-
-@pytest.mark.parametrize(("n", "variant"), CONFIGS)
-def test_aec_contract(n, variant):
-    run_pettingzoo_contract(
-        lambda **kw: demolition_derby_v0.env(num_players=n, variant=variant, **kw), num_cycles=100
-    )
-
-
-@pytest.mark.parametrize(("n", "variant"), CONFIGS)
-def test_parallel_contract(n, variant):
-    parallel_api_test(
-        demolition_derby_v0.parallel_env(num_players=n, variant=variant), num_cycles=300
-    )
-    # parallel_seed_test samples actions without masks: with "penalize" an illegal sample ends
-    # the game deterministically instead of raising
-    parallel_seed_test(
-        lambda: demolition_derby_v0.parallel_env(
-            num_players=n, variant=variant, illegal_action="penalize"
-        )
-    )
 
 
 @pytest.mark.parametrize("n", [2, 4, 6])
@@ -75,9 +50,9 @@ def test_parallel_masked_determinism(n):
 
 
 def test_parallel_steps_all_pending_players_at_once():
-    env = demolition_derby_v0.parallel_env(num_players=4)
-    obs, _ = env.reset(seed=3)
-    movers = [a for a in env.agents if obs[a]["action_mask"].any()]
+    env = demolition_derby_v0.parallel_env(num_players=4, illegal_action="raise")
+    obs, infos = env.reset(seed=3)
+    movers = [a for a in env.agents if infos[a]["acting"]]
     assert movers == env.agents  # the deploy: everyone at once
     actions = {a: int(np.flatnonzero(obs[a]["action_mask"])[0]) for a in movers}
     bad = dict(actions)
@@ -94,28 +69,11 @@ def test_registered_ids():
     aec = pettingzoo.make("aec", "derby_envs/demolition_derby-v0", num_players=3)
     par = pettingzoo.make("parallel", "derby_envs/demolition_derby-v0", num_players=5)
     assert aec.unwrapped.game.num_players == 3
-    assert isinstance(par, demolition_derby_v0.parallel_env)
+    assert isinstance(par, demolition_derby_v0.raw_parallel_env)
+    assert par.illegal_action == "penalize"  # the entry point's default
     env = gymnasium.make("derby_envs/DemolitionDerby-v0", num_players=2, variant="mekk_mania")
     obs, info = env.reset(seed=1)
     assert env.observation_space.contains(obs)
-
-
-@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
-@pytest.mark.parametrize("n", [2, 4, 6])
-def test_gymnasium_check_env(n):
-    # check_env samples actions without the mask: "penalize" ends the episode on an illegal one
-    checked = gymnasium.make(
-        "derby_envs/DemolitionDerby-v0",
-        num_players=n,
-        render_mode="ansi",
-        illegal_action="penalize",
-    )
-    check_env(checked.unwrapped)
-    # and by default unmasked illegal actions raise with the legal ones named
-    env = gymnasium.make("derby_envs/DemolitionDerby-v0", num_players=n)
-    env.reset(seed=0)
-    with pytest.raises(IllegalActionError, match="legal actions"):
-        env.unwrapped.step(env.unwrapped.game.num_actions - 1)
 
 
 def test_parameters_are_validated():

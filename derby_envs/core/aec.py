@@ -2,7 +2,8 @@
 
 A game's ``raw_env`` is a two-line subclass of :class:`DerbyAECEnv` naming its ``Game`` class.
 All AEC bookkeeping (agent selection, cumulative rewards, dead steps, illegal actions,
-rendering, seeding) lives here once.
+truncation, rendering, seeding, pickling) lives here once; what the AEC and Parallel adapters
+share lives in :class:`GameEnvMixin`.
 
 Simultaneous phases follow PettingZoo's rock-paper-scissors pattern: the engine buffers each
 player's choice, hidden from the others, and resolves the phase when the last choice is in; the
@@ -11,6 +12,7 @@ adapter simply selects the lowest-numbered player who still has to choose.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import gymnasium
@@ -19,23 +21,64 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
-from derby_envs.core.game import Game, State
+from derby_envs.core.game import Game, State, as_action
 from derby_envs.core.params import check_choice
 from derby_envs.core.render import close_env, render_env
 
-ILLEGAL_ACTION_MODES = ("raise", "penalize")
+#: ``raise``: IllegalActionError naming the legal actions, state unchanged (strict);
+#: ``penalize``: the game ends, the offender gets ``illegal_reward`` (TerminateIllegalWrapper);
+#: ``replace``: the offender pays ``illegal_reward`` and a uniformly random legal action is
+#: played instead, so the game goes on (for unmasked samplers that must keep playing).
+ILLEGAL_ACTION_MODES = ("raise", "penalize", "replace")
+
+#: Default ``max_cycles``: far above the longest game any legal play produces (a few hundred
+#: decision points), so it only ever stops a run of an unmasked sampler under ``"replace"``.
+DEFAULT_MAX_CYCLES = 100_000
 
 
 def agent_name(player: int) -> str:
     return f"player_{player}"
 
 
+def check_illegal_reward(value: Any) -> float:
+    """A finite number (bools are a mistake, not 0/1)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise InvalidParameterError(
+            f"parameter 'illegal_reward': got {value!r}, expected a finite number"
+        )
+    if not math.isfinite(float(value)):
+        raise InvalidParameterError(
+            f"parameter 'illegal_reward': got {value!r}, expected a finite number"
+        )
+    return float(value)
+
+
+def check_max_cycles(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InvalidParameterError(
+            f"parameter 'max_cycles': got {value!r}, expected an integer >= 1"
+        )
+    return int(value)
+
+
+def check_seed(seed: Any) -> int | None:
+    """``None`` or a non-negative integer (numpy's own message for -1 or 1.5 is cryptic)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InvalidParameterError(f"seed: got {seed!r}, expected None or an integer >= 0")
+    return int(seed)
+
+
 class GameEnvMixin:
-    """What the AEC and Parallel adapters share: construction, spaces, ``state()``, rendering."""
+    """What the AEC and Parallel adapters share: construction, spaces, ``state()``, rewards,
+    truncation, rendering and pickling."""
 
     game_cls: ClassVar[type[Game]]
     metadata: ClassVar[dict[str, Any]]
     game_state: State | None
+    #: attributes restored when an env is unpickled mid-episode (besides the engine state)
+    _episode_fields: ClassVar[tuple[str, ...]] = ()
 
     def _init_game(
         self,
@@ -44,6 +87,7 @@ class GameEnvMixin:
         illegal_action: str,
         illegal_reward: float,
         render_mode: str | None,
+        max_cycles: int,
         game_params: dict[str, Any],
     ) -> None:
         if num_players is not None:
@@ -53,7 +97,8 @@ class GameEnvMixin:
             self.game.reward_modes[0] if reward_mode is None else reward_mode
         )
         self.illegal_action = check_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
-        self.illegal_reward = float(illegal_reward)
+        self.illegal_reward = check_illegal_reward(illegal_reward)
+        self.max_cycles = check_max_cycles(max_cycles)
         self.render_mode = check_choice(
             "render_mode", render_mode, self.metadata["render_modes"], allow_none=True
         )
@@ -71,15 +116,22 @@ class GameEnvMixin:
         # One space object per agent, returned by identity (api_test checks `is`).
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {a: act_space for a in self.possible_agents}
+        #: ``state()`` is every player's observation, concatenated
+        self.state_space = gymnasium.spaces.Box(
+            low=np.tile(low, n), high=np.tile(high, n), dtype=np.float32
+        )
         self._np_random = np.random.default_rng()
         self.game_state = None
         self._last_returns = np.zeros(n)
+        self.num_cycles = 0
 
     def _new_game(self, seed: int | None) -> State:
         """``seed`` reseeds the env's generator; without it the next game's seed is drawn from
         the generator, so a seeded sequence of resets is reproducible."""
+        seed = check_seed(seed)
         if seed is not None:
             self._np_random = np.random.default_rng(seed)
+        self.num_cycles = 0
         return self.game.new_initial_state(int(self._np_random.integers(2**63 - 1)))
 
     def _reward_step(self) -> np.ndarray:
@@ -89,6 +141,33 @@ class GameEnvMixin:
         self._last_returns = returns.copy()
         return delta
 
+    def _legal_or_none(self, player: int, action: Any) -> int | None:
+        a = as_action(action)
+        return a if a is not None and self.game_state.is_legal(player, a) else None
+
+    def _raise_illegal(self, player: int, action: Any) -> None:
+        state = self.game_state
+        raise IllegalActionError(
+            player,
+            action,
+            state.legal_actions(player),
+            lambda x: state.action_to_string(player, x),
+        )
+
+    def _replacement(self, player: int) -> int:
+        """A uniformly random legal action of ``player`` from the env's seeded generator."""
+        legal = np.flatnonzero(self.game_state.legal_mask(player))
+        return int(legal[self._np_random.integers(legal.size)])
+
+    def _outcome_info(self, player: int) -> dict[str, bool]:
+        """Fixed-shape info (the same keys at every step): replay buffers stack infos."""
+        state = self.game_state
+        return {
+            "winner": state.is_terminal() and player in state.winners(),
+            "illegal_action": False,
+            "offender": False,
+        }
+
     def observation_space(self, agent: str) -> gymnasium.spaces.Space:
         return self.observation_spaces[agent]
 
@@ -96,15 +175,41 @@ class GameEnvMixin:
         return self.action_spaces[agent]
 
     def state(self) -> np.ndarray:
+        self._require_reset()
         return np.concatenate(
             [self.game_state.observation(p) for p in range(self.game.num_players)]
         )
+
+    def _require_reset(self) -> None:
+        if self.game_state is None:
+            raise RuntimeError("call reset() first")
 
     def render(self) -> str | np.ndarray | None:
         return render_env(self)
 
     def close(self) -> None:
         close_env(self)
+
+    # ----- pickling: an env pickled (or deep-copied) mid-episode continues that episode ----
+    def __getstate__(self) -> dict[str, Any]:
+        data = EzPickle.__getstate__(self)
+        if self.game_state is not None:
+            data["_episode"] = {
+                "state": self.game_state.to_dict(),
+                "rng": self._np_random.bit_generator.state,
+                "fields": {k: getattr(self, k) for k in self._episode_fields},
+            }
+        return data
+
+    def __setstate__(self, data: dict[str, Any]) -> None:
+        data = dict(data)
+        episode = data.pop("_episode", None)
+        EzPickle.__setstate__(self, data)
+        if episode is not None:
+            self.game_state = self.game.state_from_dict(episode["state"])
+            self._np_random.bit_generator.state = episode["rng"]
+            for k, v in episode["fields"].items():
+                setattr(self, k, v)
 
 
 class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
@@ -115,27 +220,52 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         reward_mode: ``"win"`` (default: winners split 1, everyone pays 1/n, rewards sum to 0)
             or a game-specific scale (e.g. ``"chips"``, ``"score"``). Rewards are paid as the
             per-step change of the engine's returns.
-        illegal_action: ``"raise"`` (default) raises :class:`IllegalActionError` naming the legal
-            actions and leaves the state unchanged; ``"penalize"`` instead ends the game: the
-            offender gets ``illegal_reward`` and every other player 0 for that step (as
-            PettingZoo's ``TerminateIllegalWrapper``), with ``info["illegal_action"] = True``.
-        illegal_reward: the offender's reward under ``"penalize"`` (default -1).
+        illegal_action: what an illegal action (masked, out of range, not an integer) does.
+            ``"raise"`` (the raw env's default; strict) raises :class:`IllegalActionError`
+            naming the legal actions and leaves the state unchanged. ``"penalize"`` (the
+            default of the ``env()`` entry points, PettingZoo's classic convention) ends the
+            game: the offender gets ``illegal_reward`` and every other player 0 for that step,
+            as PettingZoo's ``TerminateIllegalWrapper``. ``"replace"`` charges the offender
+            ``illegal_reward`` and plays a uniformly random legal action instead (the env's
+            seeded generator), so the game goes on. Infos say ``illegal_action`` / ``offender``.
+        illegal_reward: the offender's reward under ``"penalize"`` / ``"replace"`` (default -1).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the text), ``"human"`` (prints
             it) or ``"rgb_array"`` (an ``HxWx3`` uint8 picture of the table).
+        max_cycles: the game is truncated (``truncations`` all True, not terminations) once
+            some agent has made ``max_cycles`` decisions and is to move again (PettingZoo's
+            name). Default 100,000: never reached by a real game.
         **game_params: the game's own parameters.
 
     Observations are ``{"observation": Box(float32), "action_mask": Box(int8)}``; the mask is all
-    zero for an agent that is not to move. ``state()`` is the concatenation of every player's
-    observation (a CTDE global view; it contains no more than the players jointly know).
+    zero for an agent that is not to move (PettingZoo's classic convention). ``state()`` is the
+    concatenation of every player's observation (a CTDE global view; it contains no more than
+    the players jointly know), inside ``state_space``. Infos have the same keys at every step:
+    ``winner``, ``illegal_action``, ``offender`` (bools). Pickling or ``copy.deepcopy``
+    mid-episode gives an env that continues the same episode.
     """
 
     game_cls: ClassVar[type[Game]]
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["ansi", "human", "rgb_array"],
         "name": "derby_env",
-        "is_parallelizable": True,
+        # Turns do not go round in a fixed cycle (simultaneous phases, several decisions per
+        # turn), so PettingZoo's aec_to_parallel cannot convert it: use the native parallel_env.
+        "is_parallelizable": False,
         "render_fps": 2,
     }
+    _episode_fields = (
+        "agents",
+        "rewards",
+        "_cumulative_rewards",
+        "terminations",
+        "truncations",
+        "infos",
+        "agent_selection",
+        "_skip_agent_selection",
+        "_last_returns",
+        "_decisions",
+        "num_cycles",
+    )
 
     def __init__(
         self,
@@ -144,6 +274,7 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         illegal_action: str = "raise",
         illegal_reward: float = -1.0,
         render_mode: str | None = None,
+        max_cycles: int = DEFAULT_MAX_CYCLES,
         **game_params: Any,
     ) -> None:
         EzPickle.__init__(
@@ -153,12 +284,21 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
             illegal_action=illegal_action,
             illegal_reward=illegal_reward,
             render_mode=render_mode,
+            max_cycles=max_cycles,
             **game_params,
         )
         AECEnv.__init__(self)
         self._init_game(
-            num_players, reward_mode, illegal_action, illegal_reward, render_mode, game_params
+            num_players,
+            reward_mode,
+            illegal_action,
+            illegal_reward,
+            render_mode,
+            max_cycles,
+            game_params,
         )
+        self.agents: list[str] = []
+        self._decisions: dict[str, int] = {}
 
     # ----- episode --------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
@@ -172,6 +312,7 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
             raise InvalidParameterError(
                 f"state has parameters {state.game.params!r}, env has {self.game.params!r}"
             )
+        self.num_cycles = 0
         self._start(state, resumed=True)
 
     def _start(self, state: State, resumed: bool) -> None:
@@ -181,7 +322,8 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self.infos = {a: {} for a in self.agents}
+        self._decisions = dict.fromkeys(self.agents, 0)
+        self.infos = {a: self._outcome_info(p) for p, a in enumerate(self.agents)}
         self._skip_agent_selection = None
         # A new game's rewards sum to its final returns (chance moves before the first decision,
         # e.g. an ante, are paid with the first step); a resumed game pays only what comes next.
@@ -194,6 +336,9 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
             self.agent_selection = agent_name(state.current_players()[0])
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
+        self._require_reset()
+        if agent not in self.agent_name_mapping:
+            raise KeyError(f"unknown agent {agent!r}; agents: {', '.join(self.possible_agents)}")
         p = self.agent_name_mapping[agent]
         return {
             "observation": self.game_state.observation(p),
@@ -201,32 +346,44 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         }
 
     def step(self, action: Any) -> None:
+        if self.game_state is None:
+            raise RuntimeError("call reset() before step()")
+        if not self.agents:
+            raise RuntimeError("the game is over and every agent has been removed; call reset()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        if self.game_state is None:
-            raise RuntimeError("call reset() before step()")
         player = self.agent_name_mapping[agent]
         state = self.game_state
-        try:
-            state.apply_action(player, action)
-        except IllegalActionError:
+        legal = self._legal_or_none(player, action)
+        penalty = 0.0
+        if legal is None:
             if self.illegal_action == "raise":
-                raise  # before any bookkeeping, so the env is unchanged too
-            self._cumulative_rewards[agent] = 0.0
-            self._penalize(agent)
-            return
+                self._raise_illegal(player, action)  # before any bookkeeping: env unchanged
+            if self.illegal_action == "penalize":
+                self._cumulative_rewards[agent] = 0.0
+                self._penalize(agent)
+                return
+            legal, penalty = self._replacement(player), self.illegal_reward
         self._cumulative_rewards[agent] = 0.0
+        state.apply_action(player, legal)
+        self._decisions[agent] += 1
         delta = self._reward_step()
         for a in self.agents:
             self.rewards[a] = float(delta[self.agent_name_mapping[a]])
+        self.rewards[agent] += penalty
+        for p, a in enumerate(self.agents):
+            self.infos[a] = self._outcome_info(p)
+        if penalty:
+            self.infos[agent]["illegal_action"] = self.infos[agent]["offender"] = True
         if state.is_terminal():
-            for a in self.agents:
-                self.terminations[a] = True
-                self.infos[a] = {"winners": [agent_name(w) for w in state.winners()]}
+            self.terminations = dict.fromkeys(self.agents, True)
         else:
             self.agent_selection = agent_name(state.current_players()[0])
+            self.num_cycles = max(self._decisions.values())
+            if self._decisions[self.agent_selection] >= self.max_cycles:
+                self.truncations = dict.fromkeys(self.agents, True)
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
@@ -235,5 +392,5 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         for a in self.agents:
             self.rewards[a] = self.illegal_reward if a == offender else 0.0
             self.terminations[a] = True
-            self.infos[a] = {"illegal_action": True, "offender": offender}
+            self.infos[a] = {"winner": False, "illegal_action": True, "offender": a == offender}
         self._accumulate_rewards()

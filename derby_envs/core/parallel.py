@@ -1,9 +1,15 @@
-"""Generic native PettingZoo Parallel adapter, for games with simultaneous phases.
+"""Generic native PettingZoo Parallel adapter, for every game of the suite.
 
 Each ``step(actions)`` applies the actions of exactly the players who must act now (the whole
-table in a simultaneous phase, one player in a sequential one); actions given for other agents
-are ignored (their masks are all zero). All given actions are checked before any is applied, so
-an illegal action leaves the state unchanged.
+table in a simultaneous phase, one player in a sequential one). Every live agent is in every
+observation dict, as PettingZoo's parallel contract wants; an agent that is not choosing now
+(or any agent once the game is over) has exactly one legal action, :data:`WAIT_ACTION`, and
+``info["acting"] = False``. What such an agent sends is ignored. So no consumer ever sees an
+all-zero mask (TorchRL's and SuperSuit's samplers need a valid one), and a learner can drop
+the agent-steps with ``acting`` False (the RLlib adapter does).
+
+All given actions of the movers are checked before any is applied, so under ``"raise"`` an
+illegal action leaves the state unchanged.
 """
 
 from __future__ import annotations
@@ -14,13 +20,21 @@ import numpy as np
 from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 
-from derby_envs.core.aec import GameEnvMixin, agent_name
-from derby_envs.core.errors import IllegalActionError
-from derby_envs.core.game import Game, State
+from derby_envs.core.aec import DEFAULT_MAX_CYCLES, GameEnvMixin, agent_name
+from derby_envs.core.game import Game
+
+#: The one legal action of an agent who is not choosing now (its value is ignored).
+WAIT_ACTION = 0
 
 
 class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
-    """PettingZoo Parallel environment over any game; arguments as :class:`DerbyAECEnv`."""
+    """PettingZoo Parallel environment over any game.
+
+    Arguments as :class:`~derby_envs.core.aec.DerbyAECEnv`, except ``max_cycles``: the game is
+    truncated after ``max_cycles`` calls of ``step``. Infos have the same keys at every step:
+    ``acting`` (the agent really chooses at this step), ``winner``, ``illegal_action`` and
+    ``offender`` (bools).
+    """
 
     game_cls: ClassVar[type[Game]]
     metadata: ClassVar[dict[str, Any]] = {
@@ -28,6 +42,7 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
         "name": "derby_parallel_env",
         "render_fps": 2,
     }
+    _episode_fields = ("agents", "_last_returns", "num_cycles")
 
     def __init__(
         self,
@@ -36,6 +51,7 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
         illegal_action: str = "raise",
         illegal_reward: float = -1.0,
         render_mode: str | None = None,
+        max_cycles: int = DEFAULT_MAX_CYCLES,
         **game_params: Any,
     ) -> None:
         EzPickle.__init__(
@@ -45,74 +61,97 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
             illegal_action=illegal_action,
             illegal_reward=illegal_reward,
             render_mode=render_mode,
+            max_cycles=max_cycles,
             **game_params,
         )
         self._init_game(
-            num_players, reward_mode, illegal_action, illegal_reward, render_mode, game_params
+            num_players,
+            reward_mode,
+            illegal_action,
+            illegal_reward,
+            render_mode,
+            max_cycles,
+            game_params,
         )
         self.agents: list[str] = []
+        self._wait_mask = np.zeros(self.game.num_actions, np.int8)
+        self._wait_mask[WAIT_ACTION] = 1
 
-    def _observe_all(self) -> dict[str, dict[str, np.ndarray]]:
+    def _movers(self, over: bool) -> set[int]:
+        return set() if over else set(self.game_state.current_players())
+
+    def _observe_all(
+        self, agents: list[str], over: bool = False
+    ) -> dict[str, dict[str, np.ndarray]]:
         s = self.game_state
+        movers = self._movers(over)
+        out = {}
+        for a in agents:
+            p = self.agent_name_mapping[a]
+            mask = s.legal_mask(p) if p in movers else self._wait_mask.copy()
+            out[a] = {"observation": s.observation(p), "action_mask": mask}
+        return out
+
+    def _infos(self, agents: list[str], over: bool = False) -> dict[str, dict[str, bool]]:
+        movers = self._movers(over)
         return {
-            a: {"observation": s.observation(p), "action_mask": s.legal_mask(p)}
-            for a, p in self.agent_name_mapping.items()
-            if a in self.agents
+            a: {"acting": self.agent_name_mapping[a] in movers, **self._outcome_info(p)}
+            for a, p in ((a, self.agent_name_mapping[a]) for a in agents)
         }
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         self.game_state = self._new_game(seed)
         self.agents = self.possible_agents[:]
         self._last_returns = np.zeros(self.game.num_players)  # rewards sum to the returns
-        return self._observe_all(), {a: {} for a in self.agents}
+        return self._observe_all(self.agents), self._infos(self.agents)
 
     def step(self, actions: dict[str, Any]):
         state = self.game_state
         if state is None or not self.agents:
             raise RuntimeError("call reset() before step() (the game is over)")
-        movers = list(state.current_players())
-        offender = None
-        for p in movers:
+        if not isinstance(actions, dict):
+            raise TypeError(f"actions must be a dict agent -> action, got {type(actions).__name__}")
+        chosen: dict[int, int] = {}
+        penalties: dict[str, float] = {}
+        for p in state.current_players():
             a = agent_name(p)
-            if a not in actions:
-                raise IllegalActionError(
-                    p, None, state.legal_actions(p), lambda x, p=p: state.action_to_string(p, x)
-                )
-            if not _legal(state, p, actions[a]):
-                offender = a
+            legal = self._legal_or_none(p, actions.get(a))
+            if legal is None:
                 if self.illegal_action == "raise":
-                    state.apply_action(p, actions[a])  # raises with the legal actions named
-                break
-        infos = {a: {} for a in self.agents}
-        if offender is not None:
-            rewards = {a: (self.illegal_reward if a == offender else 0.0) for a in self.agents}
-            for a in self.agents:
-                infos[a] = {"illegal_action": True, "offender": offender}
-            obs = self._observe_all()
-            terms = dict.fromkeys(self.agents, True)
-            truncs = dict.fromkeys(self.agents, False)
-            self.agents = []
-            return obs, rewards, terms, truncs, infos
-        for p in movers:
-            state.apply_action(p, actions[agent_name(p)])
+                    self._raise_illegal(p, actions.get(a))  # nothing applied yet
+                if self.illegal_action == "penalize":
+                    return self._penalize(a)
+                legal, penalties[a] = self._replacement(p), self.illegal_reward
+            chosen[p] = legal
+        for p, action in chosen.items():
+            state.apply_action(p, action)
+        self.num_cycles += 1
         delta = self._reward_step()
-        rewards = {a: float(delta[self.agent_name_mapping[a]]) for a in self.agents}
+        agents = self.agents
+        rewards = {
+            a: float(delta[self.agent_name_mapping[a]]) + penalties.get(a, 0.0) for a in agents
+        }
         done = state.is_terminal()
-        obs = self._observe_all()
-        terms = dict.fromkeys(self.agents, done)
-        truncs = dict.fromkeys(self.agents, False)
-        if done:
-            winners = [agent_name(w) for w in state.winners()]
-            infos = {a: {"winners": winners} for a in self.agents}
+        truncated = not done and self.num_cycles >= self.max_cycles
+        obs = self._observe_all(agents, over=truncated)
+        infos = self._infos(agents, over=truncated)
+        for a in penalties:
+            infos[a]["illegal_action"] = infos[a]["offender"] = True
+        terms = dict.fromkeys(agents, done)
+        truncs = dict.fromkeys(agents, truncated)
+        if done or truncated:
             self.agents = []
         if self.render_mode == "human":
             self.render()
         return obs, rewards, terms, truncs, infos
 
-
-def _legal(state: State, player: int, action: Any) -> bool:
-    try:
-        a = int(action)
-    except (TypeError, ValueError):
-        return False
-    return a == action and state.is_legal(player, a)
+    def _penalize(self, offender: str):
+        agents = self.agents
+        rewards = {a: (self.illegal_reward if a == offender else 0.0) for a in agents}
+        obs = self._observe_all(agents, over=True)  # only the wait action is left
+        infos = {
+            a: {"acting": False, "winner": False, "illegal_action": True, "offender": a == offender}
+            for a in agents
+        }
+        self.agents = []
+        return obs, rewards, dict.fromkeys(agents, True), dict.fromkeys(agents, False), infos

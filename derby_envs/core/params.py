@@ -100,7 +100,7 @@ class Param:
 def _is_integral(value: Any) -> bool:
     try:
         return int(value) == value and not isinstance(value, str)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         return False
 
 

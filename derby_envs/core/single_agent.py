@@ -13,9 +13,15 @@ from typing import Any, ClassVar
 import gymnasium
 import numpy as np
 
-from derby_envs.core.aec import ILLEGAL_ACTION_MODES
-from derby_envs.core.errors import IllegalActionError, InvalidParameterError
-from derby_envs.core.game import Game, State
+from derby_envs.core.aec import (
+    DEFAULT_MAX_CYCLES,
+    ILLEGAL_ACTION_MODES,
+    check_illegal_reward,
+    check_max_cycles,
+    check_seed,
+)
+from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.game import Game, State, as_action
 from derby_envs.core.params import check_choice
 from derby_envs.core.policy import choose, resolve_policy
 from derby_envs.core.render import close_env, render_env
@@ -34,13 +40,21 @@ class SingleAgentEnv(gymnasium.Env):
     An opponent policy may define ``new_episode(rng)``; it is called at every reset (an opponent
     pool uses it to draw the member that plays this episode).
         reward_mode: as in the AEC env; the reward is the change of the learner's return.
-        illegal_action: ``"raise"`` (default): :class:`IllegalActionError` naming the legal
-            actions, state unchanged; ``"penalize"``: the episode ends with reward
-            ``illegal_reward`` (default -1) and ``info["illegal_action"] = True``.
-        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        illegal_action: ``"penalize"`` (default; Gymnasium's contract is that ``step`` accepts
+            every action of ``action_space``, so ``check_env`` and unmasked samplers work): the
+            episode ends (terminated) with reward ``illegal_reward`` (default -1) and
+            ``info["illegal_action"] = True``. ``"replace"``: the learner pays
+            ``illegal_reward`` and a uniformly random legal action is played instead.
+            ``"raise"`` (strict): :class:`IllegalActionError` naming the legal actions, state
+            unchanged. A masked learner (MaskablePPO) never meets any of them.
+        render_mode: ``None``, ``"ansi"``, ``"human"`` or ``"rgb_array"``.
+        max_cycles: the episode is truncated after this many learner steps (default 100,000:
+            never reached by a real game).
         **game_params: the game's own parameters.
 
-    ``info`` carries ``"action_mask"`` and ``"seat"``; at the end also ``"winners"``.
+    ``info`` has the same keys at every step: ``"action_mask"`` (int8), ``"seat"``,
+    ``"winner"`` (the learner is among the winners; False until the end) and
+    ``"illegal_action"``.
     """
 
     game_cls: ClassVar[type[Game]]
@@ -56,13 +70,16 @@ class SingleAgentEnv(gymnasium.Env):
         learner_seat: int | None = None,
         reward_mode: str | None = None,
         render_mode: str | None = None,
-        illegal_action: str = "raise",
+        illegal_action: str = "penalize",
         illegal_reward: float = -1.0,
+        max_cycles: int = DEFAULT_MAX_CYCLES,
         **game_params: Any,
     ) -> None:
         self.illegal_action = check_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
-        self.illegal_reward = float(illegal_reward)
+        self.illegal_reward = check_illegal_reward(illegal_reward)
+        self.max_cycles = check_max_cycles(max_cycles)
         self._penalized = False
+        self._steps = 0
         if num_players is not None:
             game_params["num_players"] = num_players
         self.game: Game = self.game_cls(**game_params)
@@ -99,7 +116,8 @@ class SingleAgentEnv(gymnasium.Env):
 
     # ----- Gymnasium API --------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
+        super().reset(seed=check_seed(seed))
+        self._steps = 0
         n = self.game.num_players
         while True:
             self.seat = (
@@ -124,27 +142,37 @@ class SingleAgentEnv(gymnasium.Env):
         state = self.game_state
         if state is None:
             raise RuntimeError("call reset() before step()")
-        if state.is_terminal() or self._penalized:
+        if state.is_terminal() or self._penalized or self._steps >= self.max_cycles:
             raise RuntimeError("the episode is over; call reset()")
-        try:
-            state.apply_action(self.seat, action)  # IllegalActionError leaves the state unchanged
-        except IllegalActionError:
+        a = as_action(action)
+        penalty = 0.0
+        if a is None or not state.is_legal(self.seat, a):
             if self.illegal_action == "raise":
-                raise
-            self._penalized = True  # the episode ends here, the game state stays as it was
-            info = {**self._info(), "illegal_action": True}
-            return self._obs(), self.illegal_reward, True, False, info
+                state.apply_action(self.seat, action)  # raises, naming the legal actions
+            if self.illegal_action == "penalize":
+                self._penalized = True  # the episode ends here, the game state stays as it was
+                info = {**self._info(), "illegal_action": True}
+                return self._obs(), self.illegal_reward, True, False, info
+            legal = np.flatnonzero(state.legal_mask(self.seat))
+            a, penalty = int(legal[self.np_random.integers(legal.size)]), self.illegal_reward
+        state.apply_action(self.seat, a)
+        self._steps += 1
         self._advance()
         ret = float(state.returns(self.reward_mode)[self.seat])
-        reward = ret - self._last_return
+        reward = ret - self._last_return + penalty
         self._last_return = ret
         terminated = state.is_terminal()
+        truncated = not terminated and self._steps >= self.max_cycles
         if self.render_mode == "human":
             self.render()
-        return self._obs(), reward, terminated, False, self._info()
+        info = self._info()
+        info["illegal_action"] = bool(penalty)
+        return self._obs(), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Boolean legal-action mask of the learner (MaskablePPO's hook)."""
+        if self.game_state is None:
+            raise RuntimeError("call reset() first")
         return self.game_state.legal_mask(self.seat).astype(bool)
 
     def render(self) -> str | np.ndarray | None:
@@ -173,10 +201,10 @@ class SingleAgentEnv(gymnasium.Env):
         return self.game_state.observation(self.seat)
 
     def _info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {
-            "action_mask": self.game_state.legal_mask(self.seat),
+        state = self.game_state
+        return {
+            "action_mask": state.legal_mask(self.seat),
             "seat": self.seat,
+            "winner": state.is_terminal() and self.seat in state.winners(),
+            "illegal_action": False,
         }
-        if self.game_state.is_terminal():
-            info["winners"] = self.game_state.winners()
-        return info

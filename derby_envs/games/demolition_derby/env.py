@@ -18,6 +18,20 @@ from derby_envs.core.parallel import DerbyParallelEnv
 from derby_envs.core.single_agent import SingleAgentEnv
 from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
 
+#: Option sets the conformance battery (``derby_envs.test``) runs: every player count, both
+#: variants, and the derbies reward.
+CONFORMANCE_CONFIGS = (
+    *({"num_players": n, "variant": v} for n in range(2, 7) for v in ("standard", "mekk_mania")),
+    {"num_players": 4, "reward_mode": "derbies"},
+)
+# Equal-Strength Instants give some players an extra decision in a cycle, so PettingZoo's
+# max_cycles_test's AEC half (each agent steps exactly max_cycles times) cannot hold.
+
+
+def max_cycles_test_options(options: dict) -> dict | None:
+    """None: PettingZoo's max_cycles_test does not apply (see above)."""
+    return None
+
 
 class raw_env(DerbyAECEnv):  # noqa: N801 - PettingZoo's naming convention
     __doc__ = (
@@ -31,7 +45,7 @@ class raw_env(DerbyAECEnv):  # noqa: N801 - PettingZoo's naming convention
     metadata = {**DerbyAECEnv.metadata, "name": "demolition_derby_v0"}
 
 
-class parallel_env(DerbyParallelEnv):  # noqa: N801
+class raw_parallel_env(DerbyParallelEnv):  # noqa: N801
     """Demolition Derby as a native PettingZoo Parallel env (each step: every pending player)."""
 
     game_cls = DemolitionDerbyGame
