@@ -25,7 +25,6 @@ Conventions every engine follows:
 from __future__ import annotations
 
 import copy
-import operator
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -124,17 +123,21 @@ class Game(ABC):
                 f"saved state has parameters {params!r}, this game has {self.params!r}"
             )
         if "rng" not in data or "state" not in data:
-            raise StateFormatError("saved state needs 'rng' and 'state' entries")
+            raise StateFormatError("malformed saved state: needs 'rng' and 'state' entries")
         state = self._blank_state()
-        state.rng = rng_from_state(data["rng"])
-        payload = data["state"]
-        if not isinstance(payload, Mapping):
-            raise StateFormatError(f"'state' must be a mapping, got {type(payload).__name__}")
         try:
+            state.rng = rng_from_state(data["rng"])
+            payload = data["state"]
+            if not isinstance(payload, Mapping):
+                raise StateFormatError(f"'state' must be a mapping, not {type(payload).__name__}")
             state._load(payload)
-        except StateFormatError:
-            raise
-        except (KeyError, TypeError, ValueError, IndexError, OverflowError, AttributeError) as exc:
+        except StateFormatError as exc:
+            raise StateFormatError(f"malformed saved state: {exc}") from None
+        except KeyError as exc:
+            raise StateFormatError(
+                f"malformed saved state: missing field {exc.args[0]!r}"
+            ) from None
+        except (TypeError, ValueError, IndexError, OverflowError, AttributeError) as exc:
             # _load validates what it reads; anything it did not foresee is still a bad file
             raise StateFormatError(f"malformed saved state: {exc!r}") from exc
         return state
@@ -176,8 +179,12 @@ class State(ABC):
         Raises:
             IllegalActionError: the action is not legal (the state is unchanged).
         """
-        a = as_action(action)
-        if a is None or not self.is_legal(player, a):
+        try:
+            a = int(action)
+            ok = a == action and self.is_legal(player, a)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
             raise IllegalActionError(
                 player,
                 action,
@@ -237,18 +244,6 @@ class State(ABC):
     @abstractmethod
     def _load(self, payload: Mapping[str, Any]) -> None:
         """Inverse of ``_dump`` on a blank state (``game`` and ``rng`` already set)."""
-
-
-def as_action(action: Any) -> int | None:
-    """The integer id of ``action`` (ints, numpy integers, 0-d integer arrays), else None.
-
-    Bools and floats are refused: ``True`` or ``2.0`` as an action id is a caller's bug."""
-    if isinstance(action, bool | np.bool_):
-        return None
-    try:
-        return operator.index(action)
-    except TypeError:
-        return None
 
 
 # ----- saved-state validation (used by state_from_dict and the engines' _load) ------------
@@ -321,7 +316,7 @@ def saved_ints(
 def saved_check(ok: bool, problem: str) -> None:
     """A named consistency check of a saved state."""
     if not ok:
-        raise StateFormatError(f"inconsistent saved state: {problem}")
+        raise StateFormatError(f"inconsistent position: {problem}")
 
 
 def slices_from_sizes(sizes: Sequence[tuple[str, int]]) -> dict[str, slice]:

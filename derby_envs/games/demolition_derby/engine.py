@@ -107,8 +107,18 @@ from typing import Any
 
 import numpy as np
 
-from derby_envs.core.errors import InvalidParameterError
-from derby_envs.core.game import Game, State, slices_from_sizes, win_share_returns
+from derby_envs.core.errors import InvalidParameterError, StateFormatError
+from derby_envs.core.game import (
+    Game,
+    State,
+    saved_bool,
+    saved_check,
+    saved_int,
+    saved_ints,
+    saved_list,
+    slices_from_sizes,
+    win_share_returns,
+)
 from derby_envs.core.params import Param
 from derby_envs.games.demolition_derby.cards import PRESETS, CardSet, Filter, Op, load_card_set
 
@@ -1488,61 +1498,284 @@ class DemolitionDerbyState(State):
         }
 
     def _load(self, d: Mapping[str, Any]) -> None:
+        """Restore and validate a saved match: every field is typed and range-checked, then
+        the position must be one the rules can reach (cards conserved, whose move, the
+        pending abilities re-derived from the position; see ``_check_position``)."""
         g = self.game
         n = g.num_players
         cs = g.cards
         N = cs.num_cards
+        D = g.num_designs
 
-        def cards(x: Any) -> list[int]:
-            out = [int(c) for c in x]
-            if any(not 0 <= c < N for c in out):
-                raise ValueError(f"card id out of range in {x!r}")
-            return out
+        def cards(x: Any, name: str) -> list[int]:
+            return saved_ints(x, name, None, 0, N - 1)
 
-        self.derby, self.turn, self.phase = int(d["derby"]), int(d["turn"]), int(d["phase"])
-        if self.phase not in (DEPLOY, CHOOSE, OVER):
-            raise ValueError(f"bad phase {self.phase}")
-        self.wins = [int(w) for w in d["wins"]]
-        self.deck = cards(d["deck"])
-        self.hands = [cards(h) for h in d["hands"]]
-        self.lineups = [cards(x) for x in d["lineups"]]
-        self.discard = cards(d["discard"])
-        self.discard_turn = cards(d["discard_turn"])
-        self.unused = cards(d["unused"])
-        if len(self.wins) != n or len(self.hands) != n or len(self.lineups) != n:
-            raise ValueError(f"expected {n} players")
+        def per_seat(x: Any, name: str, low: int, high: int) -> list[list[int]]:
+            rows = saved_list(x, name, n)
+            return [saved_ints(r, f"{name}[{q}]", None, low, high) for q, r in enumerate(rows)]
+
+        self.derby = saved_int(d["derby"], "derby", 0, g.params["max_derbies"])
+        self.turn = saved_int(d["turn"], "turn", 0, N)
+        self.phase = saved_int(d["phase"], "phase", DEPLOY, OVER)
+        self.wins = saved_ints(d["wins"], "wins", n, 0, self.derby)
+        self.deck = cards(d["deck"], "deck")
+        self.hands = per_seat(d["hands"], "hands", 0, N - 1)
+        self.lineups = per_seat(d["lineups"], "lineups", 0, N - 1)
+        self.discard = cards(d["discard"], "discard")
+        self.discard_turn = cards(d["discard_turn"], "discard_turn")
+        self.unused = cards(d["unused"], "unused")
+        saved_check(len(set(self.deck)) == len(self.deck), "a card is twice in the deck")
+        saved_check(
+            sorted(self.all_cards()) == sorted(self.deck),
+            "cards are not conserved: hands + lineups + discard + unused != deck",
+        )
+        if g.params["variant"] == "mekk_mania":
+            saved_check(set(self.deck) <= set(cs.mekk_pool()), "a deck card is not in the pool")
         self.owner = [-1] * N
         for q, lineup in enumerate(self.lineups):
-            if len(lineup) > g.slots:
-                raise ValueError(f"lineup of player {q} exceeds {g.slots} slots")
+            saved_check(len(lineup) <= g.slots, f"lineup of player {q} exceeds {g.slots} slots")
             for c in lineup:
                 self.owner[c] = q
+        in_play = {c for x in self.lineups for c in x}
+        saved_check(set(self.discard_turn) <= set(self.discard), "discard_turn not in discard")
+        saved_check(
+            len(set(self.discard_turn)) == len(self.discard_turn), "discard_turn repeats a card"
+        )
         self.face_up = [True] * N
-        for c in cards(d["face_down"]):
+        for c in cards(d["face_down"], "face_down"):
+            saved_check(c in in_play, f"face-down card {c} is not in a lineup")
             self.face_up[c] = False
         self.this_turn = [False] * N
-        for c in cards(d["this_turn"]):
+        for c in cards(d["this_turn"], "this_turn"):
+            saved_check(c in in_play, f"card {c} deployed this turn is not in a lineup")
             self.this_turn[c] = True
         self.instant_done = [False] * N
-        for c in cards(d["instant_done"]):
+        for c in cards(d["instant_done"], "instant_done"):
             self.instant_done[c] = True
-        self.picks = [[int(x) for x in p] for p in d["picks"]]
-        self.turn_protect = [(int(a), int(b), int(c)) for a, b, c in d["turn_protect"]]
-        self.stoppers = cards(d["stoppers"])
-        self.queue = cards(d["queue"])
-        self.level = int(d["level"])
-        self.tasks = [Task.load(t) for t in d["tasks"]]
-        self.movers = [int(p) for p in d["movers"]]
-        self.last_winners = [int(p) for p in d["last_winners"]]
-        self.final_winners = [int(p) for p in d["final_winners"]]
-        self.events = [tuple(e) for e in d["events"]]
-        self.last_derby = d["last_derby"]
-        everything = sorted(self.all_cards())
-        if everything != sorted(self.deck):
-            raise ValueError("cards are not conserved: hands + lineups + discard + unused != deck")
-        if len(self.picks) != n or any(not 0 <= x < g.num_designs for p in self.picks for x in p):
-            raise ValueError("bad picks")
+        self.picks = per_seat(d["picks"], "picks", 0, D - 1)
+        self.turn_protect = []
+        for x in saved_list(d["turn_protect"], "turn_protect"):
+            q, c, k = saved_ints(x, "turn_protect entry", 3, 0, None)
+            saved_check(
+                q < n and c < N and k == cs.card_design[c] and cs.designs[k].timing == "turn",
+                f"turn_protect entry {x} is not (player, Turn card, its design)",
+            )
+            self.turn_protect.append((q, c, k))
+        self.stoppers = cards(d["stoppers"], "stoppers")
+        self.queue = cards(d["queue"], "queue")
+        self.level = saved_int(d["level"], "level", -1, g.max_level)
+        self.tasks = [
+            self._load_task(t, f"tasks[{i}]") for i, t in enumerate(saved_list(d["tasks"], "tasks"))
+        ]
+        self.movers = saved_ints(d["movers"], "movers", None, 0, n - 1)
+        self.last_winners = saved_ints(d["last_winners"], "last_winners", None, 0, n - 1)
+        self.final_winners = saved_ints(d["final_winners"], "final_winners", None, 0, n - 1)
+        self.events = [
+            self._load_event(e, f"events[{i}]")
+            for i, e in enumerate(saved_list(d["events"], "events"))
+        ]
+        self.last_derby = self._load_last_derby(d["last_derby"])
         self._clear_caches()
+        self._check_position()
+
+    # Saved events: kind -> field kinds (p player, c card, d design, i count, w winners, r reason)
+    _EVENT_FIELDS: dict[str, str] = {
+        "turn": "ii", "reveal": "pc", "discard": "ccp", "face_down": "ccp", "gain": "pcc",
+        "swap": "pccpc", "copy": "cd", "cancel": "c", "stopped": "c", "fizzle": "c",
+        "decline": "c", "swap_failed": "c", "contested": "d", "derby": "iwr",
+    }  # fmt: skip
+    _REASONS = ("strength", "combatants", "shared", "condition")
+
+    def _load_event(self, e: Any, name: str) -> tuple:
+        n, N, D = self.game.num_players, self.game.cards.num_cards, self.game.num_designs
+        e = saved_list(e, name)
+        kind = e[0] if e else None
+        if not isinstance(kind, str) or kind not in self._EVENT_FIELDS:
+            raise StateFormatError(f"{name}: unknown event {e!r}")
+        fields = self._EVENT_FIELDS[kind]
+        saved_check(len(e) == len(fields) + 1, f"{name}: event {kind!r} needs {len(fields)} fields")
+        out: list[Any] = [kind]
+        for f, v in zip(fields, e[1:], strict=True):
+            if f == "w":
+                out.append(sorted(set(saved_ints(v, f"{name} winners", None, 0, n - 1))))
+            elif f == "r":
+                saved_check(v in self._REASONS, f"{name}: reason {v!r} not in {self._REASONS}")
+                out.append(v)
+            else:
+                high = {"p": n - 1, "c": N - 1, "d": D - 1, "i": None}[f]
+                out.append(saved_int(v, f"{name} {kind}", 0, high))
+        return tuple(out)
+
+    def _load_last_derby(self, raw: Any) -> dict[str, Any] | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, Mapping):
+            raise StateFormatError(f"last_derby: expected a mapping or null, got {raw!r}")
+        n = self.game.num_players
+        reason = raw.get("reason")
+        saved_check(reason in self._REASONS, f"last_derby: reason {reason!r}")
+        return {
+            "derby": saved_int(raw.get("derby"), "last_derby derby", 0, None),
+            "totals": saved_ints(raw.get("totals"), "last_derby totals", n),
+            "combatants": saved_ints(raw.get("combatants"), "last_derby combatants", n, 0),
+            "winners": saved_ints(raw.get("winners"), "last_derby winners", None, 0, n - 1),
+            "reason": reason,
+        }
+
+    def _load_task(self, raw: Any, name: str) -> Task:
+        """A saved Instant ability in resolution, typed and range-checked (its consistency
+        with the position is checked by ``_check_task``)."""
+        g = self.game
+        N, D = g.cards.num_cards, g.num_designs
+        x = saved_list(raw, name, 14)
+        t = Task(
+            saved_int(x[0], f"{name} card", 0, N - 1),
+            saved_int(x[1], f"{name} player", 0, g.num_players - 1),
+            saved_int(x[2], f"{name} card_design", 0, D - 1),
+        )
+        t.design = saved_int(x[3], f"{name} design", 0, D - 1)
+        t.i = saved_int(x[4], f"{name} op index", 0, len(g.cards.designs[t.design].ops))
+        t.stage = saved_int(x[5], f"{name} stage", 0, 1)
+        t.take = saved_int(x[6], f"{name} take", -1, N - 1)
+        t.effects = [tuple(saved_list(e, f"{name} effect")) for e in saved_list(x[7], name)]
+        if x[8] is None:
+            t.opts = None
+        else:
+            t.opts = {}
+            for pair in saved_list(x[8], f"{name} options"):
+                a, v = saved_ints(pair, f"{name} option", 2, -1, None)
+                t.opts[a] = v
+        t.kind = saved_int(x[9], f"{name} kind", -1, len(DEC_KINDS) - 1)
+        t.may = saved_bool(x[10], f"{name} may")
+        t.made = saved_int(x[11], f"{name} decisions made", 0, 64)
+        t.done = saved_bool(x[12], f"{name} done")
+        t.log = [self._load_event(e, f"{name} log") for e in saved_list(x[13], name)]
+        return t
+
+    def _check_position(self) -> None:
+        """Named consistency checks of a restored match (whose move, phase, abilities)."""
+        g = self.game
+        n = g.num_players
+        cs = g.cards
+        ppt = g.picks_per_turn
+        wn, cap = g.params["wins_needed"], g.params["max_derbies"]
+        saved_check(
+            self.derby <= sum(self.wins) <= n * self.derby, "wins do not fit the Derbies played"
+        )
+        saved_check(
+            (self.derby == 0) == (self.last_derby is None) == (not self.last_winners),
+            "last_derby / last_winners must be set exactly when a Derby has been played",
+        )
+        if self.last_derby is not None:
+            saved_check(
+                self.last_derby["derby"] == self.derby - 1
+                and self.last_derby["winners"] == self.last_winners,
+                "last_derby does not describe the previous Derby",
+            )
+        top = max(self.wins)
+        leaders = [q for q in range(n) if self.wins[q] == top]
+        decided = (top >= wn and len(leaders) == 1) or self.derby >= cap
+        sizes = {len(h) for h in self.hands}
+        if self.phase == OVER:
+            saved_check(decided, "the match is over, but nobody has won it")
+            saved_check(self.final_winners == leaders, "final_winners are not the leaders")
+            saved_check(
+                not (self.movers or self.tasks or self.queue or any(self.picks)),
+                "a finished match has no movers, abilities or picks",
+            )
+            saved_check(sizes == {0}, "hands are empty at the end of a match")
+            return
+        saved_check(not decided, "the match is decided, but not over")
+        saved_check(not self.final_winners, "final_winners before the end")
+        saved_check(len(sizes) == 1, "hands must be of equal size")
+        size = sizes.pop()
+        queue = self.queue
+        saved_check(len(set(queue)) == len(queue), "queue repeats a card")
+        for c in queue:
+            saved_check(
+                self.owner[c] >= 0
+                and cs.designs[cs.card_design[c]].has_instant
+                and not self.instant_done[c],
+                f"queued card {c} is not an unresolved Instant in a lineup",
+            )
+        strengths = [cs.card_strength[c] for c in queue]
+        saved_check(strengths == sorted(strengths, reverse=True), "queue is not by Strength")
+        for c in self.stoppers:
+            saved_check(
+                self.owner[c] >= 0
+                and any(op.op == "stop_instants" for op in cs.designs[cs.card_design[c]].ops),
+                f"stopper {c} is not a Turn card that stops Instants",
+            )
+        if self.phase == DEPLOY:
+            saved_check(
+                self.level == -1
+                and not (self.tasks or queue or self.stoppers or self.turn_protect)
+                and not (self.discard_turn or any(self.this_turn)),
+                "a deploy phase has no turn effects, queue or abilities pending",
+            )
+            saved_check(size > ppt, f"hands of {size} cards: too few to deploy {ppt}")
+            for q in range(n):
+                saved_check(len(self.picks[q]) <= ppt, f"player {q} picked too many cards")
+                saved_check(
+                    min(self._hand_counts(q, minus_picks=True)) >= 0,
+                    f"player {q} picked a card not in their hand",
+                )
+            due = [q for q in range(n) if len(self.picks[q]) < ppt]
+            saved_check(self.movers == due, f"movers {self.movers} are not {due}")
+            saved_check(bool(due), "nobody to deploy, but the cards are not revealed")
+            return
+        # CHOOSE: one Strength level of Instants is resolving
+        saved_check(not any(self.picks), "picks are revealed before abilities resolve")
+        saved_check(size >= 1, "hands cannot be empty while a turn resolves")
+        saved_check(bool(self.tasks) and self.level >= 0, "an ability phase needs abilities")
+        saved_check(all(s < self.level for s in strengths), "queued Instants of this level")
+        keys = []
+        for t in self.tasks:
+            c = t.card
+            saved_check(
+                cs.card_strength[c] == self.level
+                and self.owner[c] == t.player
+                and cs.card_design[c] == t.card_design
+                and self.instant_done[c]
+                and all(s == c for s in self.stoppers),
+                f"ability of card {c} does not resolve at this level for player {t.player}",
+            )
+            keys.append((t.player, self._slot(c)))
+        saved_check(keys == sorted(keys) and len(set(keys)) == len(keys), "abilities out of order")
+        for i, t in enumerate(self.tasks):
+            derived = self._derive_task(t)
+            saved_check(derived is not None, f"ability of card {t.card} cannot be in this state")
+            self.tasks[i] = derived  # the engine's own values (ints, tuples), equal to the saved
+        due = sorted({t.player for t in self.tasks if t.opts is not None})
+        saved_check(self.movers == due, f"movers {self.movers} are not {due}")
+        saved_check(bool(due), "nobody to choose, but the level is not applied")
+
+    def _derive_task(self, saved: Task, budget: int = 20_000) -> Task | None:
+        """The ability of ``saved.card`` after some sequence of ``saved.made`` legal choices
+        that makes it equal to ``saved``, started on this position (effects are applied only
+        at the end of the level, so the position is still the one the level started on);
+        None if no such sequence exists (searched depth-first, pruned on effects and log)."""
+        target = saved.dump()
+        start = Task(saved.card, saved.player, saved.card_design)
+        self._advance(start)
+        stack = [start]
+        while stack and budget > 0:
+            t = stack.pop()
+            budget -= 1
+            if t.made == saved.made:
+                if t.dump() == target:
+                    return t
+                continue
+            if t.opts is None:
+                continue
+            for a in t.opts:
+                u = t.copy()
+                self._decide(u, a)
+                self._advance(u)
+                n_e, n_l = len(u.effects), len(u.log)
+                if u.effects == saved.effects[:n_e] and u.log == saved.log[:n_l]:
+                    stack.append(u)
+        return None
 
     # ----- scenario set-up (tests, docs, analysis) ------------------------------------
     def arrange(
