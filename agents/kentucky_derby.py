@@ -132,26 +132,39 @@ class KDValue(_KDBase):
     ) -> int:
         # The best actions are a pure function of a few observation entries and the legal
         # stakes, and a session revisits the same betting situations over and over: keep them.
-        key = observation[self._key_idx].tobytes() + action_mask[: self.levels].tobytes()
+        x = observation[self._key_idx]
+        key = x.tobytes() + action_mask[: self.levels].tobytes()
         best = self._best.get(key)
         if best is None:
             if len(self._best) >= self._CACHE_MAX:
                 self._best.clear()
-            best = self._best[key] = self._best_actions(observation, action_mask)
+            best = self._best[key] = self._best_actions(x, action_mask)
         if len(best) == 1:  # rng.integers(1) draws nothing, so skipping it keeps the stream
             return best[0]
         return best[int(rng.integers(len(best)))]
 
-    def _best_actions(self, observation: np.ndarray, action_mask: np.ndarray) -> tuple[int, ...]:
-        """Every action of the highest expected value (within 1e-9)."""
-        v = self._read(observation)
-        # Python floats: the same IEEE doubles as the numpy scalars (float32 counts are exact
-        # small integers), at a fraction of the cost per operation.
-        v["backers"] = v["backers"].tolist()
-        v["stakes_on"] = v["stakes_on"].tolist()
+    def _read_key(self, x: np.ndarray) -> dict:
+        """``_read`` from the key entries (pool, stake_pot, backers, stakes_on, active,
+        has_bet), as Python numbers: the same IEEE doubles as the numpy scalars (the float32
+        counts are exact small integers), at a fraction of the cost per operation."""
+        n = self.n
+        counts = np.rint(x[2:6] * n).tolist() + np.rint(x[6:10] * self.T).tolist()
+        flags = x[10:].tolist()
+        return {
+            "pool": round(float(x[0]) * self.T),
+            "pot": round(float(x[1]) * self.T),
+            "backers": counts[:4],
+            "stakes_on": counts[4:],
+            # players still to bet after me whose choice I cannot see
+            "unseen": sum(1 for q in range(1, n) if flags[q] > 0.5 and not flags[n + q] > 0.5),
+        }
+
+    def _best_actions(self, x: np.ndarray, action_mask: np.ndarray) -> tuple[int, ...]:
+        """Every action of the highest expected value (within 1e-9); ``x``: the key entries."""
+        v = self._read_key(x)
         k = v["unseen"]
         top = self._legal_stakes(action_mask)
-        best_val, best = -np.inf, []
+        vals, acts = [], []
         for h in range(4):
             # Each horse's terms depend on few numbers, which recur across situations far
             # more often than whole situations do: memoised, computed as before.
@@ -164,12 +177,14 @@ class KDValue(_KDBase):
                 stakes = self._stake_terms[(h, v["pot"], so, k, top)] = self._stake_evs(
                     h, v, k, top
                 )
-            for s, stake_ev in enumerate(stakes):
-                val = pool_ev + stake_ev
-                if val > best_val + 1e-9:
-                    best_val, best = val, [h * self.levels + s]
-                elif abs(val - best_val) <= 1e-9:
-                    best.append(h * self.levels + s)
+            vals += [pool_ev + stake_ev for stake_ev in stakes]
+            acts += range(h * self.levels, h * self.levels + len(stakes))
+        best_val, best = -np.inf, []
+        for val, a in zip(vals, acts, strict=True):
+            if val > best_val + 1e-9:
+                best_val, best = val, [a]
+            elif abs(val - best_val) <= 1e-9:
+                best.append(a)
         if len(self._pool_terms) + len(self._stake_terms) > self._CACHE_MAX:
             self._pool_terms.clear()
             self._stake_terms.clear()
