@@ -1306,12 +1306,29 @@ class DemolitionDerbyState(State):
                         legal = [d for d, k in enumerate(avail) if k > 0]
                         s.picks[q].append(legal[int(rng.integers(len(legal)))])
         elif s.phase == CHOOSE:
-            for t in s.tasks:
-                if t.player != player and t.made:
-                    s._redraw_task(t, rng)
-            s.movers = sorted({t.player for t in s.tasks if t.opts is not None})
+            s._redraw_choices(player, rng)
         s._clear_caches()
         return s
+
+    def _redraw_choices(self, player: int, rng: np.random.Generator, tries: int = 16) -> None:
+        """Re-draw the other players' ability choices made at this level (hidden until the
+        level is applied). A redrawn ability that was still waiting for a choice can end
+        within the same number of choices (a "may" declined, a choice that completes it):
+        if that leaves nobody to move, the draw is refused and made again, and after ``tries``
+        refusals the actual choices are kept, so the position never becomes a dead state."""
+        saved = self.tasks
+        if player in self.movers:
+            tries = 1  # the viewer still has to choose: someone will always be to move
+        for _ in range(tries):
+            self.tasks = [t.copy() for t in saved]
+            for t in self.tasks:
+                if t.player != player and t.made:
+                    self._redraw_task(t, rng)
+            self.movers = sorted({t.player for t in self.tasks if t.opts is not None})
+            if self.movers:
+                return
+        self.tasks = saved
+        self.movers = sorted({t.player for t in saved if t.opts is not None})
 
     def _redraw_task(self, t: Task, rng: np.random.Generator) -> None:
         made, was_done = t.made, t.opts is None
