@@ -161,6 +161,21 @@ class DDTactical:
         legal = state.legal_actions(player)
         if len(legal) == 1:
             return legal[0]
+        totals = self.action_values(state, player, legal, rng)
+        best = np.flatnonzero(totals == totals.max())
+        if best.size == 1:  # rng.integers(1) draws nothing: skipping it keeps the stream
+            return legal[int(best[0])]
+        return legal[int(best[rng.integers(best.size)])]
+
+    def action_values(
+        self,
+        state: DemolitionDerbyState,
+        player: int,
+        legal: list[int],
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """The summed simulated score of each action in ``legal`` over ``samples``
+        determinizations (what ``act_state`` maximises)."""
         totals = np.zeros(len(legal))
         for _ in range(self.samples):
             base = self._resample(state, player, rng)
@@ -173,10 +188,7 @@ class DDTactical:
                     sim.rng = np.random.default_rng(base._deal_seed)
                     DemolitionDerbyState._start_derby(sim)
                 totals[i] += self._simulate(sim, player, rng)
-        best = np.flatnonzero(totals == totals.max())
-        if best.size == 1:  # rng.integers(1) draws nothing: skipping it keeps the stream
-            return legal[int(best[0])]
-        return legal[int(best[rng.integers(best.size)])]
+        return totals
 
     # The simulation works on light copies of engine states and runs the engine's own
     # resolution, but replaces everything around it that costs without changing the outcome:
