@@ -148,6 +148,18 @@ class DDTactical:
         self.quick = DDGreedy(game, noise=noise)  # the opponents' model: noisy greedy
         self._scratch = np.random.default_rng(0)
         self._value = self.quick.value.tolist()
+        designs = game.cards.designs
+        ongoing = frozenset(
+            d.index
+            for d in designs
+            if d.timing == "ongoing" and any(o.op == "modify_strength" for o in d.ops)
+        )
+        at_end = ongoing | frozenset(
+            d.index
+            for d in designs
+            if d.timing == "derby" and any(o.op in ("set_strength", "add_strength") for o in d.ops)
+        )
+        self._fast = (ongoing, at_end, min(game.cards.card_strength) >= 0)
         self._mekk = game.params["variant"] == "mekk_mania"
         self._mekk_pool = game.cards.mekk_pool() if self._mekk else []
 
@@ -200,7 +212,7 @@ class DDTactical:
 
     def _light_copy(self, s: DemolitionDerbyState) -> DemolitionDerbyState:
         """A copy for one simulated turn (like ``clone``, minus the bit generator)."""
-        c = DemolitionDerbyState.__new__(DemolitionDerbyState)
+        c = _SimState.__new__(_SimState)
         d = c.__dict__
         d.update(s.__dict__)
         c.rng = self._scratch  # see act_state: a deal the simulation reads is made there
@@ -222,8 +234,7 @@ class DDTactical:
         c.events = []  # the simulation never reads the log
         c._masks = {}
         c._priv = {}
-        # a Derby ended during the simulated turn is scored at once: dealing the next is wasted
-        c._start_derby = _no_deal
+        c._fast = self._fast
         return c
 
     def _resample(
@@ -375,8 +386,31 @@ class DDTactical:
         return c in sim.queue or any(t.card == c for t in sim.tasks)
 
 
-def _no_deal() -> None:
-    """Stands in for ``_start_derby`` on simulation copies (see ``DDTactical._light_copy``)."""
+class _SimState(DemolitionDerbyState):
+    """A simulation copy: the engine's rules, with two shortcuts that change no outcome."""
+
+    _fast: tuple  # (designs that modify Strengths: ongoing, at the Derby end; printed >= 0)
+
+    def _start_derby(self) -> None:
+        """A Derby ended during the simulated turn is scored at once: dealing the next one
+        is wasted (``DDTactical.action_values`` deals it when the simulation goes on)."""
+
+    def _compute_strengths(self, derby: bool) -> list[int]:
+        """The engine's Strengths, skipping lineups in which no face-up card modifies any."""
+        ongoing, at_end, nonneg = self._fast
+        mod = at_end if derby else ongoing
+        cd = self.game.cards.card_design
+        fu = self.face_up
+        for lineup in self.lineups:
+            if any(fu[c] and cd[c] in mod for c in lineup):
+                return DemolitionDerbyState._compute_strengths(self, derby)
+        st = self.game.cards.card_strength[:]
+        if not nonneg:
+            for lineup in self.lineups:
+                for c in lineup:
+                    if st[c] < 0:
+                        st[c] = 0
+        return st
 
 
 # np.float32(0.3): the observation's "Instant pending" flag weight as the float32 path adds it
