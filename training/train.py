@@ -402,7 +402,8 @@ class Trainer:
         self.err = err or sys.stderr
         self.run_dir = config.run_path
         self.lock = RunDirLock(self.run_dir)
-        self.created = False  # this process made the run directory (a new run)
+        # a new run: "dir" if this process made the run directory, "contents" if it was empty
+        self.created: str | None = None
         self.game = config.make_game()
         self.vec_env: Any = None
         self.pool_state: dict[str, Any] = {}
@@ -449,16 +450,18 @@ class Trainer:
                 f"run directory {str(run)!r} is not empty: resume it with --resume, or give "
                 "another 'name' / 'run_dir' (saved work is never overwritten)"
             )
-        self.created = not run.exists()
+        made_dir = not run.exists()
         run.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
         if _has_content(run):  # another new run won the race for this directory
             raise ConfigError(f"run directory {str(run)!r} was filled by another run meanwhile")
+        # From here on everything in the directory is this process's (it was empty and the
+        # lock is held), so a failure before the first checkpoint may remove it all.
+        self.created = "dir" if made_dir else "contents"
         write_text_atomic(
             run / "config.yaml", yaml.safe_dump(self.config.to_dict(), sort_keys=False)
         )
         self.pool_state = self._pool_state(0, [])
-        self.created = True
         return 0, None
 
     def newest_intact_checkpoint(self) -> tuple[int, Path]:
@@ -893,9 +896,17 @@ class Trainer:
     def discard_new_run_dir(self) -> None:
         """A new run that fails before its first checkpoint leaves no directory behind (it
         would block the corrected rerun); only what this process created is removed."""
-        if self.created and not checkpoints(self.run_dir):
+        if not self.created or checkpoints(self.run_dir):
+            return
+        if self.created == "dir":
             shutil.rmtree(self.run_dir, ignore_errors=True)
-            self.created = False
+        else:  # the user's (empty) directory stays; only what this run wrote goes
+            for p in self.run_dir.iterdir():
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                elif p.name != LOCK_NAME:
+                    p.unlink(missing_ok=True)
+        self.created = None
 
     def _run(self, start: int, checkpoint: Path | None) -> dict[str, Any]:
         cfg = self.config
