@@ -285,10 +285,7 @@ class DDTactical:
                         legal = [d for d, k in enumerate(avail) if k > 0]
                         s.picks[q].append(legal[int(rng.integers(len(legal)))])
         elif s.phase == CHOOSE:
-            for t in s.tasks:
-                if t.player != player and t.made:
-                    s._redraw_task(t, rng)
-            s.movers = sorted({t.player for t in s.tasks if t.opts is not None})
+            s._redraw_choices(player, rng)  # the engine's own redraw of hidden choices
         s._clear_caches()
         return s
 
