@@ -64,6 +64,10 @@ def test_custom_card_file_needs_no_code(tmp_path):
     assert g._offsets["decline"] in s.legal_actions(0)
 
 
+def _first_op(spec: dict, op: str) -> dict:
+    return next(e for c in spec["cards"] for e in c.get("effects", []) if e["op"] == op)
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
@@ -78,6 +82,9 @@ def test_custom_card_file_needs_no_code(tmp_path):
         (lambda s: s.update(marks=["4+"]), "marks"),
         (lambda s: s["mekk_mania"].update(remove=["Nobody"]), "unknown card"),
         (lambda s: s["cards"][11].update(effects=[{"op": "discard"}]), "without timing"),
+        (lambda s: s["mekk_mania"].update(remove="Walker"), "must be a list"),
+        (lambda s: s["mekk_mania"].update(remove=[["Walker"]]), "unknown card"),
+        (lambda s: _first_op(s, "protect").update(against=[["discard"]]), "'against'"),
     ],
 )
 def test_bad_card_files_are_rejected_clearly(tmp_path, mutate, message):
@@ -95,6 +102,9 @@ def test_missing_or_unreadable_card_files(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text("{not json")
     with pytest.raises(InvalidParameterError, match="cannot read"):
+        DemolitionDerbyGame(cards=str(bad))
+    bad.write_bytes(b"\xff\xfe{}")  # not UTF-8
+    with pytest.raises(InvalidParameterError, match="cannot read.*broken.json"):
         DemolitionDerbyGame(cards=str(bad))
 
 

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from derby_envs.core.errors import IllegalActionError, StateFormatError
+from derby_envs.core.errors import IllegalActionError, InvalidParameterError, StateFormatError
 from derby_envs.games.derby.engine import (
     BLIND,
     CARDS,
@@ -486,3 +486,43 @@ def test_shared_win():
     assert s2.winners() == [0, 1]  # a tie for the highest score is a shared win
     assert s2.returns("win").tolist() == pytest.approx([1 / 2 - 1 / 3, 1 / 2 - 1 / 3, -1 / 3])
     assert s.winners() == [2]
+
+
+@pytest.mark.parametrize(
+    ("param", "content", "problem"),
+    [
+        ("deck", b"\xff\xfe{}", "cannot read"),
+        ("deck", {"cards": [{"moves": [1.5], "exchange": []}] * 3}, "needs 'moves' and 'exchange'"),
+        (
+            "deck",
+            {"cards": [{"moves": [True], "exchange": []}] * 3},
+            "needs 'moves' and 'exchange'",
+        ),
+        ("tickets", b"\xff\xfe{}", "cannot read"),
+        ("tickets", {"per_colour": [[1.5, 3]] * 6}, "list of \\[threshold, profit\\] pairs"),
+        ("tickets", {"per_colour": [[2, True]] * 6}, "list of \\[threshold, profit\\] pairs"),
+    ],
+)
+def test_data_files_with_bad_encoding_or_non_integer_values_are_refused(
+    tmp_path, param, content, problem
+):
+    path = tmp_path / f"{param}.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(json.dumps(content))
+    with pytest.raises(InvalidParameterError, match=f"{param}.*{problem}"):
+        DerbyGame(**{param: str(path)})
+
+
+def test_saved_turn_record_must_match_the_turn_in_progress():
+    game = DerbyGame(num_players=3)
+    state = game.new_initial_state(4)
+    state.apply_action(0, PLAY)
+    data = json.loads(json.dumps(state.to_dict()))
+    for record in ([], [1, 0, 0, -1, -1, -1, -1], [0, 9, 0, -1, -1, -1, -1], {}):
+        bad = json.loads(json.dumps(data))
+        bad["state"]["record"] = record
+        with pytest.raises(StateFormatError, match="malformed saved state"):
+            game.state_from_dict(bad)
+    assert game.state_from_dict(data).to_dict() == state.to_dict()

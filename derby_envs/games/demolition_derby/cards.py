@@ -187,8 +187,10 @@ class CardSet:
         if not isinstance(mm, dict):
             err.fail("'mekk_mania' must be an object")
         remove = mm.get("remove", [])
+        if not isinstance(remove, list):
+            err.fail("mekk_mania.remove must be a list of card names")
         for r in remove:
-            if r not in self.design_index:
+            if not isinstance(r, str) or r not in self.design_index:
                 err.fail(f"mekk_mania.remove: unknown card {r!r}")
         self.mekk_removed = frozenset(self.design_index[r] for r in remove)
         tc = mm.get("type_counts", "standard")
@@ -353,7 +355,7 @@ class CardSet:
             against = e.get("against", ["discard"])
             if (
                 not isinstance(against, list)
-                or not set(against) <= {"discard", "swap"}
+                or not all(a in ("discard", "swap") for a in against)
                 or not against
             ):
                 err.fail(f"{where}: 'against' must be a list among 'discard', 'swap'")
@@ -472,8 +474,8 @@ def load_card_set(name: str) -> CardSet:
         key = (str(path.resolve()), path.stat().st_mtime)
         if key in _CACHE:
             return _CACHE[key]
-        spec = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidParameterError(f"parameter 'cards': cannot read {str(path)!r}: {exc}") from exc
     cs = CardSet(spec, name)
     _CACHE[key] = cs

@@ -109,13 +109,20 @@ SOURCE_NAMES = ("open card 1", "open card 2", "blind draw")
 
 def _load_json(path: Path, what: str) -> dict:
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InvalidParameterError(f"parameter {what!r}: no such file {str(path)!r}") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidParameterError(
             f"parameter {what!r}: cannot read {str(path)!r}: {exc}"
         ) from None
+
+
+def _strict_int(v: Any) -> int:
+    """An int from a data file; bools and floats (``true``, ``1.5``) are refused (TypeError)."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"expected an integer, got {v!r}")
+    return v
 
 
 def _board() -> dict:
@@ -160,8 +167,8 @@ def load_deck(name: str) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
     out = []
     for i, card in enumerate(cards):
         try:
-            moves = [int(h) for h in card["moves"]]
-            exchange = sorted(int(h) for h in card["exchange"])
+            moves = [_strict_int(h) for h in card["moves"]]
+            exchange = sorted(_strict_int(h) for h in card["exchange"])
         except (KeyError, TypeError, ValueError):
             raise InvalidParameterError(
                 f"parameter 'deck': card {i} needs 'moves' and 'exchange' lists of horse indices"
@@ -186,7 +193,7 @@ def load_tickets(name: str) -> tuple[tuple[int, int], ...]:
     spec = _pick(name, "tickets.json", "sets", "per_colour", "tickets")
     per = spec.get("per_colour") if isinstance(spec, dict) else None
     try:
-        tickets = [(int(t), int(p)) for t, p in per]
+        tickets = [(_strict_int(t), _strict_int(p)) for t, p in per]
     except (TypeError, ValueError):
         raise InvalidParameterError(
             "parameter 'tickets': 'per_colour' must be a list of [threshold, profit] pairs"
