@@ -525,16 +525,16 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
             raw_weights = z.read("policy.pth")
     except CheckpointError:
         raise
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError) as exc:
-        # a CRC mismatch, a truncated member, an unsupported compression...
+    except Exception as exc:  # reading an archive is pure data: any failure means damage
+        # a CRC mismatch, a truncated member, an unsupported compression, a torn header...
         raise bad(
             "not a readable MaskablePPO checkpoint (corrupted or truncated archive; "
             f"{type(exc).__name__}: {exc})"
         ) from exc
     try:
         data = json.loads(raw_data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise bad(f"its 'data' entry is not JSON ({exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise bad(f"its 'data' entry is not JSON ({type(exc).__name__}: {exc})") from None
     if not isinstance(data, dict):
         raise bad("its 'data' entry is not a JSON object")
     _check_serialized_fields(data, bad)
@@ -660,9 +660,12 @@ def _load_weights(raw: bytes, bad: Any) -> dict[str, np.ndarray]:
         raise bad("its policy.pth is not a mapping of parameter names to tensors")
     out: dict[str, np.ndarray] = {}
     for k, v in state.items():
-        if not v.is_floating_point():
-            raise bad(f"parameter {k!r} has dtype {v.dtype}, not a float")
-        arr = v.detach().to(torch.float32).numpy()
+        if not v.is_floating_point() or v.layout != torch.strided or v.is_quantized:
+            raise bad(f"parameter {k!r} has dtype {v.dtype} ({v.layout}), not a dense float")
+        try:
+            arr = v.detach().to(torch.float32).numpy()
+        except Exception as exc:  # e.g. a tensor on the meta device: no data
+            raise bad(f"parameter {k!r} cannot be read ({type(exc).__name__}: {exc})") from None
         if not np.isfinite(arr).all():
             raise bad(f"parameter {k!r} holds NaN or infinite values")
         out[k] = arr

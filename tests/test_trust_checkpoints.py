@@ -377,3 +377,79 @@ def test_yaml_configs_refuse_python_tags(tmp_path):
             [f"name=!!python/object/apply:builtins.exec [\"open({str(marker)!r}, 'w')\"]"],
         )
     assert not marker.exists()
+
+
+# ----- mutation probe: every damaged file is a CheckpointError, never a raw traceback ----------
+ODD_VALUES = [None, -1, 0, 2**70, 1.5, float("inf"), True, "", "x", [], [1, -2], {}, {"a": 1}]
+
+
+def _mutants(rng: np.random.Generator, count: int, tmp: Path) -> list[Path]:
+    """Damaged copies of a checkpoint: flipped bytes anywhere in the archive, top-level and
+    first-level metadata fields set to odd values, tensors reshaped or retyped."""
+    raw = KD5.read_bytes()
+    with zipfile.ZipFile(KD5) as z:
+        data = json.loads(z.read("data"))
+        weights = torch.load(io.BytesIO(z.read("policy.pth")), weights_only=True)
+    out = []
+    for i in range(count):
+        kind = i % 3
+        dest = tmp / f"m{i}.zip"
+        if kind == 0:
+            body = bytearray(raw)
+            for pos in rng.integers(0, len(body), size=int(rng.integers(1, 8))):
+                body[pos] ^= int(rng.integers(1, 256))
+            dest.write_bytes(bytes(body))
+        elif kind == 1:
+            d = json.loads(json.dumps(data))
+            key = list(d)[int(rng.integers(len(d)))]
+            if isinstance(d[key], dict) and d[key] and rng.random() < 0.6:
+                sub = list(d[key])[int(rng.integers(len(d[key])))]
+                d[key][sub] = ODD_VALUES[int(rng.integers(len(ODD_VALUES)))]
+            else:
+                d[key] = ODD_VALUES[int(rng.integers(len(ODD_VALUES)))]
+            _rewrite(KD5, dest, data_fn=lambda x, d=d: (x.clear(), x.update(d)))
+        else:
+            sd = dict(weights)
+            key = list(sd)[int(rng.integers(len(sd)))]
+            choice = int(rng.integers(4))
+            sd[key] = [
+                torch.zeros(3, 3),
+                sd[key].to(torch.float64),
+                torch.zeros(sd[key].shape, dtype=torch.int32),
+                sd[key].flatten()[:-1] if sd[key].numel() > 1 else torch.zeros(2),
+            ][choice]
+            _rewrite(KD5, dest, weights_fn=lambda x, sd=sd: (x.clear(), x.update(sd)))
+        out.append(dest)
+    return out
+
+
+def _probe(count: int, seed: int, tmp: Path) -> dict[str, int]:
+    game = make_game("kentucky_derby", num_players=5)
+    tally = {"loaded": 0, "CheckpointError": 0, "other": 0}
+    others = []
+    for path in _mutants(np.random.default_rng(seed), count, tmp):
+        try:
+            policy = PPOPolicy.load(path, game)
+            obs = game.new_initial_state(0).observation(0)
+            assert np.isfinite(policy.logits(obs)).all()
+            tally["loaded"] += 1
+        except CheckpointError as exc:
+            assert path.name in str(exc)
+            tally["CheckpointError"] += 1
+        except Exception as exc:  # a raw traceback: what this probe exists to find
+            tally["other"] += 1
+            others.append(f"{path.name}: {type(exc).__name__}: {exc}")
+    print(f"checkpoint mutation probe ({count} files): {tally}")
+    assert not others, others[:5]
+    return tally
+
+
+def test_mutated_checkpoints_get_clear_errors(tmp_path):
+    tally = _probe(90, 0, tmp_path)
+    assert tally["CheckpointError"] >= 45  # the probe does damage files
+
+
+@pytest.mark.slow
+def test_mutated_checkpoints_get_clear_errors_long(tmp_path):
+    tally = _probe(900, 1, tmp_path)
+    assert tally["CheckpointError"] >= 450
