@@ -152,3 +152,19 @@ if __name__ == "__main__":
     for name in FILES:
         record(name)
         print(name, FILES[name].stat().st_size, "bytes")
+
+
+def test_kd_value_trace_replays_with_its_caches_cleared_constantly(monkeypatch):
+    """kd_value's memo (whole situations, per-horse terms) only saves work: with the caches
+    emptied every few entries the recorded choices and rng use are the same."""
+    from agents.kentucky_derby import KDValue
+
+    monkeypatch.setattr(KDValue, "_CACHE_MAX", 3)
+    data = _load("kentucky_derby")
+    eps = [e for e in data["episodes"] if e["agent"] == "kd_value"][::3]
+    assert len(eps) >= 30
+    for e in eps:
+        actions, _, draw = play_episode(
+            "kentucky_derby", "kd_value", e["params"], e["field"], e["seed"], data["cap"]
+        )
+        assert (actions, draw) == (e["actions"], e["rng_after"]), e["seed"]
