@@ -159,7 +159,10 @@ class DDTactical:
             for d in designs
             if d.timing == "derby" and any(o.op in ("set_strength", "add_strength") for o in d.ops)
         )
-        self._fast = (ongoing, at_end, min(game.cards.card_strength) >= 0)
+        winif = frozenset(
+            d.index for d in designs if d.timing == "derby" and any(o.op == "win_if" for o in d.ops)
+        )
+        self._fast = (ongoing, at_end, min(game.cards.card_strength) >= 0, winif)
         self._mekk = game.params["variant"] == "mekk_mania"
         self._mekk_pool = game.cards.mekk_pool() if self._mekk else []
 
@@ -386,7 +389,9 @@ class DDTactical:
 class _SimState(DemolitionDerbyState):
     """A simulation copy: the engine's rules, with two shortcuts that change no outcome."""
 
-    _fast: tuple  # (designs that modify Strengths: ongoing, at the Derby end; printed >= 0)
+    # (designs that modify Strengths: ongoing, at the Derby end; printed >= 0; designs with a
+    # Derby win condition)
+    _fast: tuple
 
     def _start_derby(self) -> None:
         """A Derby ended during the simulated turn is scored at once: dealing the next one
@@ -394,7 +399,7 @@ class _SimState(DemolitionDerbyState):
 
     def _compute_strengths(self, derby: bool) -> list[int]:
         """The engine's Strengths, skipping lineups in which no face-up card modifies any."""
-        ongoing, at_end, nonneg = self._fast
+        ongoing, at_end, nonneg, _ = self._fast
         mod = at_end if derby else ongoing
         cd = self.game.cards.card_design
         fu = self.face_up
@@ -408,6 +413,22 @@ class _SimState(DemolitionDerbyState):
                     if st[c] < 0:
                         st[c] = 0
         return st
+
+    def _compute_derby_scores(self) -> tuple[list[int], list[int]]:
+        """The engine's Derby scores, testing conditions only on cards that have one."""
+        st = self._compute_strengths(derby=True)
+        totals = [sum(st[c] for c in lineup) for lineup in self.lineups]
+        winif = self._fast[3]
+        cs = self.game.cards
+        cd = cs.card_design
+        special = set()
+        for q, lineup in enumerate(self.lineups):
+            for s in lineup:
+                if cd[s] in winif and self.face_up[s]:
+                    for op in cs.designs[cd[s]].ops:
+                        if op.op == "win_if" and self._cond_ok(op.cond, q, s, totals):
+                            special.add(q)
+        return totals, sorted(special)
 
 
 # np.float32(0.3): the observation's "Instant pending" flag weight as the float32 path adds it
