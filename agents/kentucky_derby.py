@@ -10,6 +10,9 @@ between horses is how crowded they are:
 * ``kd_value`` computes the expected chips of every (horse, stake) action: its share of the
   ante pool and of the stake pot, averaged over how the players still to bet may crowd each
   horse (each picks a horse uniformly at random; sealed bets are all unseen), and takes the best.
+  The best actions of each betting situation (and each horse's terms) are memoised: a session
+  revisits the same few situations, so most decisions are a lookup (~1 µs instead of ~60 µs;
+  a situation never seen before ~20 µs; ``scripts/time_heuristics.py``).
 """
 
 from __future__ import annotations
