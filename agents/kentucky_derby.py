@@ -117,7 +117,7 @@ class KDValue(_KDBase):
     """Maximise expected chips, averaging over the unseen bettors' choices."""
 
     name = "kd_value"
-    _CACHE_MAX = 1 << 16  # distinct betting situations kept (a few dozen bytes each)
+    _CACHE_MAX = 1 << 14  # entries kept (~150 bytes each): a session meets a few dozen
 
     def __init__(self, game: KentuckyDerbyGame) -> None:
         super().__init__(game)
