@@ -1316,19 +1316,23 @@ class DemolitionDerbyState(State):
         within the same number of choices (a "may" declined, a choice that completes it):
         if that leaves nobody to move, the draw is refused and made again, and after ``tries``
         refusals the actual choices are kept, so the position never becomes a dead state."""
-        saved = self.tasks
+        redraw = [i for i, t in enumerate(self.tasks) if t.player != player and t.made]
+        if not redraw:
+            return
+        originals = {i: self.tasks[i].copy() for i in redraw}
         if player in self.movers:
             tries = 1  # the viewer still has to choose: someone will always be to move
-        for _ in range(tries):
-            self.tasks = [t.copy() for t in saved]
-            for t in self.tasks:
-                if t.player != player and t.made:
-                    self._redraw_task(t, rng)
+        for attempt in range(tries):
+            for i in redraw:
+                if attempt:
+                    self.tasks[i] = originals[i].copy()
+                self._redraw_task(self.tasks[i], rng)
             self.movers = sorted({t.player for t in self.tasks if t.opts is not None})
             if self.movers:
                 return
-        self.tasks = saved
-        self.movers = sorted({t.player for t in saved if t.opts is not None})
+        for i in redraw:
+            self.tasks[i] = originals[i]
+        self.movers = sorted({t.player for t in self.tasks if t.opts is not None})
 
     def _redraw_task(self, t: Task, rng: np.random.Generator) -> None:
         made, was_done = t.made, t.opts is None
