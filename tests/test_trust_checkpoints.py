@@ -453,3 +453,27 @@ def test_mutated_checkpoints_get_clear_errors(tmp_path):
 def test_mutated_checkpoints_get_clear_errors_long(tmp_path):
     tally = _probe(900, 1, tmp_path)
     assert tally["CheckpointError"] >= 450
+
+
+def test_resume_never_runs_a_payload_planted_in_the_run_dir(tmp_path, capsys):
+    """Resume restores checkpoints without unpickling: a planted payload in the newest
+    checkpoint makes it 'damaged' (skipped, kept as *.corrupt); in all of them, resume stops."""
+    from tests.test_training_smoke import tiny
+    from training.train import checkpoints, train
+
+    marker = tmp_path / "PWNED"
+    run = tmp_path / "run"
+    raw = tiny("kentucky_derby", run, total_timesteps=512, **{"checkpoint.every": 256})
+    train(config_from_dict(raw), progress=False)
+    (s1, older), (s2, newest) = checkpoints(run)
+    planted = evil_data_zip(tmp_path / "x.zip", marker, src=newest)
+    planted.replace(newest)
+    train(config_from_dict({**raw, "total_timesteps": 768}), resume=True, progress=False)
+    err = capsys.readouterr().err
+    assert "skipping a damaged checkpoint" in err and "builtins.exec" in err
+    assert checkpoints(run)[-1][0] == 768
+    for _, path in checkpoints(run):
+        evil_data_zip(tmp_path / "y.zip", marker, src=path).replace(path)
+    with pytest.raises(ConfigError, match="no intact checkpoint"):
+        train(config_from_dict({**raw, "total_timesteps": 1024}), resume=True, progress=False)
+    assert not marker.exists()

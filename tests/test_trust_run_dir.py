@@ -359,3 +359,54 @@ def test_lock_file_is_the_only_leftover_that_a_new_run_ignores(tmp_path):
     run.mkdir()
     (run / LOCK_NAME).write_text(f"{os.getpid()}\n")  # e.g. a setup killed right after locking
     assert train(config_from_dict(tiny("kentucky_derby", run, total_timesteps=256)), progress=False)
+
+
+def test_safe_resume_equals_sb3_full_load(tmp_path):
+    """Resume builds the model from the config and restores weights, optimizer state and
+    counters without unpickling anything: the result equals sb3's MaskablePPO.load of the same
+    checkpoint (weights, Adam moments and step counts), and training goes on from it."""
+    import numpy as np
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from training.train import Trainer, make_vec_env
+
+    run = tmp_path / "run"
+    raw = tiny("kentucky_derby", run, total_timesteps=512, **{"checkpoint.every": 256})
+    train(config_from_dict(raw), progress=False)
+    cfg = config_from_dict({**raw, "total_timesteps": 768})
+    trainer = Trainer(cfg, resume=True, progress=False)
+    start, ck = trainer.prepare_run_dir()
+    try:
+        safe = trainer.build_model(start, ck)
+    finally:
+        trainer.lock.release()
+    seed = int(np.random.SeedSequence([cfg.seed, start]).generate_state(1)[0] % 2**31)
+    p = cfg.ppo
+    full = MaskablePPO.load(
+        ck, env=make_vec_env(cfg, [], run), device="cpu", seed=seed,
+        learning_rate=p.learning_rate, n_steps=p.n_steps, batch_size=p.batch_size,
+        n_epochs=p.n_epochs, gamma=p.gamma, gae_lambda=p.gae_lambda, clip_range=p.clip_range,
+        ent_coef=p.ent_coef, vf_coef=p.vf_coef, max_grad_norm=p.max_grad_norm,
+        target_kl=p.target_kl, normalize_advantage=p.normalize_advantage,
+    )  # fmt: skip
+    full.set_random_seed(seed)
+    assert safe.num_timesteps == full.num_timesteps == start == 512
+    assert safe._n_updates == full._n_updates and safe._episode_num == full._episode_num
+
+    def same(a, b):
+        sa, sb = a.policy.state_dict(), b.policy.state_dict()
+        assert sa.keys() == sb.keys()
+        assert all(torch.equal(sa[k], sb[k]) for k in sa)
+
+    same(safe, full)
+    oa, ob = safe.policy.optimizer.state_dict(), full.policy.optimizer.state_dict()
+    assert oa["param_groups"] == ob["param_groups"]
+    for k in oa["state"]:
+        assert all(torch.equal(oa["state"][k][x], ob["state"][k][x]) for x in oa["state"][k])
+    before = {k: v.clone() for k, v in safe.policy.state_dict().items()}
+    safe.learn(256, reset_num_timesteps=False)  # and training goes on from there
+    assert safe.num_timesteps == 768
+    assert any(not torch.equal(before[k], v) for k, v in safe.policy.state_dict().items())
+    safe.env.close()
+    full.env.close()

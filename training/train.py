@@ -223,6 +223,51 @@ def verify_checkpoint(path: Path, step: int | None = None) -> None:
         )
 
 
+def restore_checkpoint(model: Any, path: Path) -> None:
+    """Load a checkpoint into ``model`` (built from the run's config, so the same network)
+    without running code from the file: the metadata and weights pass
+    :func:`agents.ppo.read_checkpoint`, the policy and optimizer state dicts are read with
+    ``torch.load(weights_only=True)`` and loaded strictly (every key and shape must match), and
+    the step counters come from the plain JSON fields.
+
+    Raises:
+        CheckpointError: naming the file and what does not fit.
+    """
+    import torch
+
+    from agents.ppo import CheckpointError, read_checkpoint
+
+    info = read_checkpoint(path)
+    source = str(path)
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = json.loads(z.read("data"))
+            states = {
+                name: torch.load(io.BytesIO(z.read(entry)), map_location="cpu", weights_only=True)
+                for name, entry in (("policy", "policy.pth"), ("optimizer", "policy.optimizer.pth"))
+                if entry in z.namelist()
+            }
+    except Exception as exc:  # read_checkpoint passed, so this is the optimizer file
+        raise CheckpointError(
+            f"cannot resume from {source!r}: its optimizer state is not plain data "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from None
+    try:
+        model.policy.load_state_dict(states["policy"], strict=True)
+        if "optimizer" in states:
+            model.policy.optimizer.load_state_dict(states["optimizer"])
+    except Exception as exc:  # missing/unexpected keys, shape mismatches, bad param groups
+        raise CheckpointError(
+            f"cannot resume from {source!r}: it does not fit the network of the run's config "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from None
+    model.num_timesteps = info.num_timesteps
+    for key in ("_episode_num", "_n_updates"):  # logging counters
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            setattr(model, key, value)
+
+
 def remove_temp_files(run_dir: Path, report: Any = None) -> list[Path]:
     """Remove the temporary files a killed process left in the run directory (called with
     the lock held, so no live writer owns them)."""
@@ -544,6 +589,8 @@ class Trainer:
         import torch
         from sb3_contrib import MaskablePPO
 
+        from agents.ppo import CheckpointError
+
         cfg = self.config
         torch.set_num_threads(cfg.torch_threads)
         self.vec_env = make_vec_env(cfg, self.pool_state["snapshots"], self.run_dir)
@@ -569,57 +616,41 @@ class Trainer:
             if start == 0
             else int(np.random.SeedSequence([cfg.seed, start]).generate_state(1)[0] % 2**31)
         )
-        if checkpoint is None:
-            activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
-            policy: Any = "MlpPolicy"
-            policy_kwargs: dict[str, Any] = {
-                "net_arch": list(p.net_arch),
-                "activation_fn": activation,
-            }
-            if p.residual_scale is not None:
-                from agents.residual import ResidualMaskablePolicy
+        activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
+        policy: Any = "MlpPolicy"
+        policy_kwargs: dict[str, Any] = {"net_arch": list(p.net_arch), "activation_fn": activation}
+        if p.residual_scale is not None:
+            from agents.residual import ResidualMaskablePolicy
 
-                policy = ResidualMaskablePolicy
-                policy_kwargs.update(prior_dim=self.game.num_actions, prior_scale=p.residual_scale)
-            model = MaskablePPO(
-                policy,
-                self.vec_env,
-                policy_kwargs=policy_kwargs,
-                tensorboard_log=tb,
-                seed=seed,
-                device="cpu",
-                verbose=cfg.logging.verbose,
-                **hyper,
-            )
-        else:
-            from agents.ppo import CheckpointError
-
-            # Trust: sb3's full load (it unpickles the cloudpickle fields, e.g. the schedules,
-            # and the optimizer state) is used only here, on a checkpoint of the run directory
-            # this suite wrote and locked; it has passed verify_checkpoint. Files from anyone
-            # else go through agents.ppo.read_checkpoint (docs/trust.md).
+            policy = ResidualMaskablePolicy
+            policy_kwargs.update(prior_dim=self.game.num_actions, prior_scale=p.residual_scale)
+        # A resumed run is built exactly like a new one (from the validated config, which fixes
+        # the network: FROZEN_ON_RESUME), then takes the checkpoint's weights, optimizer state
+        # and counters through restore_checkpoint: no code from the file runs, even for a run
+        # directory someone else wrote (sb3's MaskablePPO.load would unpickle its fields).
+        model = MaskablePPO(
+            policy,
+            self.vec_env,
+            policy_kwargs=policy_kwargs,
+            tensorboard_log=tb,
+            seed=seed,
+            device="cpu",
+            verbose=cfg.logging.verbose,
+            **hyper,
+        )
+        if checkpoint is not None:
             try:
-                model = MaskablePPO.load(
-                    checkpoint,
-                    env=self.vec_env,
-                    device="cpu",
-                    tensorboard_log=tb,
-                    verbose=cfg.logging.verbose,
-                    seed=seed,
-                    **hyper,
-                )
-            except Exception as exc:
+                restore_checkpoint(model, checkpoint)
+            except BaseException:
                 self.vec_env.close()
-                raise CheckpointError(
-                    f"cannot resume from {str(checkpoint)!r}: {type(exc).__name__}: {exc}"
-                ) from exc
-            model.set_random_seed(seed)
+                raise
             if model.num_timesteps != start:
                 self.vec_env.close()
                 raise CheckpointError(
                     f"checkpoint {str(checkpoint)!r} holds {model.num_timesteps} steps, but its "
                     f"name says {start}"
                 )
+            model.set_random_seed(seed)  # as after sb3's load: the RNGs restart from the seed
         model.derby_meta = self.meta(model)
         return model
 
