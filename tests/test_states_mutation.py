@@ -118,7 +118,9 @@ def mutate(payload: dict, rng: np.random.Generator) -> tuple[dict, str]:
 
 
 def play_on(game: Game, state, rng: np.random.Generator, max_steps: int = 20_000) -> None:
-    """Play random legal moves to the end, checking the engine's contract at every step."""
+    """Play random legal moves to the end, checking the engine's contract at every step
+    (observations in their Box, text views, returns, someone to move with a legal action, and
+    resampled states that the viewer cannot tell apart and in which someone is to move)."""
     low, high = game.observation_bounds()
     for _ in range(max_steps):
         for p in range(game.num_players):
@@ -133,6 +135,10 @@ def play_on(game: Game, state, rng: np.random.Generator, max_steps: int = 20_000
             return
         players = state.current_players()
         assert players, "not terminal, but nobody to move"
+        viewer = int(rng.integers(game.num_players))
+        other = state.resample_hidden(viewer, rng)
+        assert np.array_equal(other.observation(viewer), state.observation(viewer))
+        assert other.current_players(), "a resampled state with nobody to move"
         for p in players:
             assert state.legal_actions(p), f"player {p} must move but has no legal action"
         p = players[0]
