@@ -303,7 +303,7 @@ def _set(path: str, value):
         (None, lambda sd: sd.pop("action_net.bias"), None, "'action_net.bias' is missing"),
         (None, lambda sd: sd.__setitem__("action_net.bias", torch.full((16,), float("nan"))), None, "NaN"),
         (None, lambda sd: sd.__setitem__("evil.weight", torch.zeros(1)), None, "unexpected parameters"),
-        (None, lambda sd: sd.__setitem__("action_net.bias", torch.zeros(16, dtype=torch.int64)), None, "not a float"),
+        (None, lambda sd: sd.__setitem__("action_net.bias", torch.zeros(16, dtype=torch.int64)), None, "not a dense float"),
         (None, None, {"payload.py": "print(1)"}, r"unexpected entries \['payload.py'\]"),
     ],
 )  # fmt: skip

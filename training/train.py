@@ -223,12 +223,60 @@ def verify_checkpoint(path: Path, step: int | None = None) -> None:
         )
 
 
-def restore_checkpoint(model: Any, path: Path) -> None:
+def build_fresh_model(
+    cfg: TrainConfig,
+    game: Any,
+    vec_env: Any,
+    seed: int,
+    tensorboard_log: str | None = None,
+    verbose: int = 0,
+) -> Any:
+    """A new MaskablePPO with the network and hyper-parameters of ``cfg``."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    p = cfg.ppo
+    hyper = {
+        "learning_rate": p.learning_rate,
+        "n_steps": p.n_steps,
+        "batch_size": p.batch_size,
+        "n_epochs": p.n_epochs,
+        "gamma": p.gamma,
+        "gae_lambda": p.gae_lambda,
+        "clip_range": p.clip_range,
+        "ent_coef": p.ent_coef,
+        "vf_coef": p.vf_coef,
+        "max_grad_norm": p.max_grad_norm,
+        "target_kl": p.target_kl,
+        "normalize_advantage": p.normalize_advantage,
+    }
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
+    policy: Any = "MlpPolicy"
+    policy_kwargs: dict[str, Any] = {"net_arch": list(p.net_arch), "activation_fn": activation}
+    if p.residual_scale is not None:
+        from agents.residual import ResidualMaskablePolicy
+
+        policy = ResidualMaskablePolicy
+        policy_kwargs.update(prior_dim=game.num_actions, prior_scale=p.residual_scale)
+    return MaskablePPO(
+        policy,
+        vec_env,
+        policy_kwargs=policy_kwargs,
+        tensorboard_log=tensorboard_log,
+        seed=seed,
+        device="cpu",
+        verbose=verbose,
+        **hyper,
+    )
+
+
+def restore_checkpoint(model: Any, path: Path, optimizer: bool = True) -> None:
     """Load a checkpoint into ``model`` (built from the run's config, so the same network)
     without running code from the file: the metadata and weights pass
     :func:`agents.ppo.read_checkpoint`, the policy and optimizer state dicts are read with
     ``torch.load(weights_only=True)`` and loaded strictly (every key and shape must match), and
-    the step counters come from the plain JSON fields.
+    the step counters come from the plain JSON fields. ``optimizer=False`` keeps the model's
+    fresh optimizer (export).
 
     Raises:
         CheckpointError: naming the file and what does not fit.
@@ -254,7 +302,7 @@ def restore_checkpoint(model: Any, path: Path) -> None:
         ) from None
     try:
         model.policy.load_state_dict(states["policy"], strict=True)
-        if "optimizer" in states:
+        if optimizer and "optimizer" in states:
             model.policy.optimizer.load_state_dict(states["optimizer"])
     except Exception as exc:  # missing/unexpected keys, shape mismatches, bad param groups
         raise CheckpointError(
@@ -587,28 +635,12 @@ class Trainer:
 
     def build_model(self, start: int, checkpoint: Path | None) -> Any:
         import torch
-        from sb3_contrib import MaskablePPO
 
         from agents.ppo import CheckpointError
 
         cfg = self.config
         torch.set_num_threads(cfg.torch_threads)
         self.vec_env = make_vec_env(cfg, self.pool_state["snapshots"], self.run_dir)
-        p = cfg.ppo
-        hyper = {
-            "learning_rate": p.learning_rate,
-            "n_steps": p.n_steps,
-            "batch_size": p.batch_size,
-            "n_epochs": p.n_epochs,
-            "gamma": p.gamma,
-            "gae_lambda": p.gae_lambda,
-            "clip_range": p.clip_range,
-            "ent_coef": p.ent_coef,
-            "vf_coef": p.vf_coef,
-            "max_grad_norm": p.max_grad_norm,
-            "target_kl": p.target_kl,
-            "normalize_advantage": p.normalize_advantage,
-        }
         tb = str(self.run_dir / "tb") if cfg.logging.tensorboard else None
         # A resumed run must not replay the deals of its start: derive its seed from the step.
         seed = (
@@ -616,27 +648,12 @@ class Trainer:
             if start == 0
             else int(np.random.SeedSequence([cfg.seed, start]).generate_state(1)[0] % 2**31)
         )
-        activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
-        policy: Any = "MlpPolicy"
-        policy_kwargs: dict[str, Any] = {"net_arch": list(p.net_arch), "activation_fn": activation}
-        if p.residual_scale is not None:
-            from agents.residual import ResidualMaskablePolicy
-
-            policy = ResidualMaskablePolicy
-            policy_kwargs.update(prior_dim=self.game.num_actions, prior_scale=p.residual_scale)
         # A resumed run is built exactly like a new one (from the validated config, which fixes
         # the network: FROZEN_ON_RESUME), then takes the checkpoint's weights, optimizer state
         # and counters through restore_checkpoint: no code from the file runs, even for a run
         # directory someone else wrote (sb3's MaskablePPO.load would unpickle its fields).
-        model = MaskablePPO(
-            policy,
-            self.vec_env,
-            policy_kwargs=policy_kwargs,
-            tensorboard_log=tb,
-            seed=seed,
-            device="cpu",
-            verbose=cfg.logging.verbose,
-            **hyper,
+        model = build_fresh_model(
+            cfg, self.game, self.vec_env, seed, tensorboard_log=tb, verbose=cfg.logging.verbose
         )
         if checkpoint is not None:
             try:
@@ -1062,7 +1079,7 @@ def export_policy(
     The optimizer's moment estimates are dropped (they double or triple the file and only
     matter for further training, which then restarts them); the weights are unchanged.
     """
-    from sb3_contrib import MaskablePPO
+    from agents.ppo import read_checkpoint
 
     run_dir, dest = Path(run_dir), Path(dest)
     src = Path(checkpoint) if checkpoint is not None else run_dir / "final.zip"
@@ -1071,21 +1088,24 @@ def export_policy(
     if not src.resolve().is_relative_to(run_dir.resolve()):
         raise ConfigError(
             f"{str(src)!r} is not a file of the run directory {str(run_dir)!r}: only a run's "
-            "own checkpoints are exported (they are loaded in full, see docs/trust.md)"
+            "own checkpoints are exported (the network is rebuilt from the run's config)"
         )
-    verify_checkpoint(src)  # the safe checks first: metadata and weights read back
-    # Trust: a full sb3 load of a file this suite wrote into the run directory (the optimizer
-    # state is rebuilt below); never used for files from elsewhere.
-    model = MaskablePPO.load(src, device="cpu")
-    policy = model.policy
-    policy.optimizer = policy.optimizer_class(
-        policy.parameters(), lr=model.lr_schedule(1), **policy.optimizer_kwargs
-    )
-    save_model_atomic(model, dest)
+    # Rebuilt from the run's config like a resumed run (restore_checkpoint: nothing from the
+    # file is unpickled); in-process envs are enough to construct the model.
+    run_config = load_run_config(run_dir)
+    verify_checkpoint(src)
+    vec_env = make_vec_env(dataclasses.replace(run_config, vec_env="dummy"), [], run_dir)
+    try:
+        model = build_fresh_model(run_config, run_config.make_game(), vec_env, run_config.seed)
+        restore_checkpoint(model, src, optimizer=False)
+        model.derby_meta = read_checkpoint(src).meta
+        save_model_atomic(model, dest)
+    finally:
+        vec_env.close()
     summary_path = run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     meta = dict(getattr(model, "derby_meta", None) or {})
-    config = summary.get("config") or load_run_config(run_dir).to_dict()
+    config = summary.get("config") or run_config.to_dict()
     if checkpoint is not None:
         summary = {}  # the summary describes final.zip, not this checkpoint
     sidecar = {
