@@ -30,6 +30,17 @@ from __future__ import annotations
 
 import numpy as np
 
+try:  # optional: without numba the numpy model runs (same choices, ~10x slower)
+    import numba
+
+    _njit = numba.njit(cache=True, nogil=True)
+except ImportError:  # pragma: no cover - exercised only where numba is not installed
+    numba = None
+
+    def _njit(fn):
+        return fn
+
+
 from derby_envs.games.derby.engine import (
     BLIND,
     DECLINE,
@@ -75,24 +86,21 @@ class _DerbyBase:
         # the tickets of one colour as (threshold, profit) pairs
         self.colour_tickets = [tuple(t) for t in game.ticket_values]
         if fast and numba is None:
-            raise ValueError(
-                "fast=True needs numba (pip install numba); fast=False is the numpy model"
-            )
-        # fast: the compiled path (same choices); default: compiled where numba is installed
+            raise ValueError("fast=True needs numba (pip install numba); fast=False: numpy model")
+        # fast: the compiled path (same values, bit for bit); default: wherever numba is present
         self.fast = numba is not None if fast is None else bool(fast)
         self._ct_thr = np.array([t for t, _ in self.colour_tickets], np.int64)
         self._ct_prof = np.array([p for _, p in self.colour_tickets], np.float64)
-        self._slices = game.observation_slices
-        # one multiply + rint turns the whole observation into the integers _read rounds to
+        sl = game.observation_slices
+        self._off = np.array([sl[name].start for name in _FIELDS], np.int64)
+        # one multiply + rint turns the observation into the integers _read rounds it to
         scale = np.ones(game.observation_size)
-        sl = self._slices
         for name in ("card_played", "places", "open_cards"):
             scale[sl[name]] = H
         scale[sl["positions"]] = self.L
-        scale[sl["number_played"]] = self.V
-        scale[sl["num_up"]] = self.V
+        for name in ("number_played", "num_up", "num_bottom"):
+            scale[sl[name]] = self.V
         scale[sl["num_left"]] = self.maxc
-        scale[sl["num_bottom"]] = self.V
         for name in ("own_tickets", "stock_up", "opp_tickets", "stock_down"):
             block = scale[sl[name]]  # a view: (threshold, profit) pairs
             block[0::2], block[1::2] = H, self.maxp
@@ -129,50 +137,6 @@ class _DerbyBase:
         thr, prof = tickets(o["stock_down"])
         r["down_thr"], r["down_prof"] = thr.reshape(H, self.D), prof.reshape(H, self.D)
         return r
-
-    def _read_fast(self, obs: np.ndarray) -> dict:
-        """``_read`` with one vector multiply (the same integers; profits as float64)."""
-        iv = np.rint(obs * self._scale)
-        sl, n = self._slices, self.n
-        ints = iv.astype(np.int64)
-
-        def tickets(name: str) -> tuple[np.ndarray, np.ndarray]:
-            s = sl[name]
-            return ints[s.start : s.stop : 2], iv[s.start + 1 : s.stop : 2]
-
-        played = ints[sl["played"]]
-        r = {
-            "num_played": played[0] > 0,
-            "card_played": played[1] > 0,
-            "number": int(ints[sl["number_played"]][0]),
-            "card_ranks": ints[sl["card_played"]],
-            "pos": iv[sl["positions"]],
-            "place": ints[sl["places"]],
-            "open": ints[sl["open_cards"]].reshape(2, H),
-            "pile": np.flatnonzero(ints[sl["pile"]]),
-            "up": int(ints[sl["num_up"]][0]),
-            "left": ints[sl["num_left"]].reshape(n, self.V),
-            "bottom": ints[sl["num_bottom"]].reshape(n, self.Ld),
-        }
-        r["own_thr"], r["own_prof"] = tickets("own_tickets")
-        r["up_thr"], r["up_prof"] = tickets("stock_up")
-        thr, prof = tickets("opp_tickets")
-        r["opp_thr"], r["opp_prof"] = thr.reshape(n - 1, H), prof.reshape(n - 1, H)
-        thr, prof = tickets("stock_down")
-        r["down_thr"], r["down_prof"] = thr.reshape(H, self.D), prof.reshape(H, self.D)
-        return r
-
-    def _down_weights_compiled(self, r: dict) -> np.ndarray:
-        # the located tickets per colour: own, face-up, the opponents', the face-down ones
-        seen_thr = np.concatenate(
-            [r["own_thr"][:, None], r["up_thr"][:, None], r["opp_thr"].T, r["down_thr"]], 1
-        )
-        seen_prof = np.concatenate(
-            [r["own_prof"][:, None], r["up_prof"][:, None], r["opp_prof"].T, r["down_prof"]], 1
-        )
-        return _down_weights_fast(
-            r["down_thr"], r["down_prof"], seen_thr, seen_prof, self._ct_thr, self._ct_prof
-        )
 
     def _next_number(self, r: dict) -> tuple[np.ndarray, np.ndarray]:
         """Values and probabilities of the card a decline would turn up."""
@@ -306,13 +270,10 @@ class _DerbyBase:
 
     def _options(self, observation: np.ndarray, mask: np.ndarray) -> dict[int, float]:
         if self.fast:
-            r = self._read_fast(observation)
-            if self.exchanges:
-                r["W"] = self._down_weights_compiled(r)
-        else:
-            r = self._read(observation)
-            if self.exchanges:
-                r["W"] = self._down_weights(r)
+            return self._options_fast(observation, mask)
+        r = self._read(observation)
+        if self.exchanges:
+            r["W"] = self._down_weights(r)
         if mask[SKIP]:
             return self._exchange(r, mask)
         return self._cards(r, mask)
@@ -321,7 +282,7 @@ class _DerbyBase:
         options = {SKIP: 0.05}  # a small margin: don't churn for nothing
         if not self.exchanges:
             return options
-        P_le = self._exchange_probs(r)
+        P_le = self._outcomes(r, np.zeros(1), np.zeros((1, H), np.int64))["P_le"]
         own = self._ticket_ev(P_le, r["own_thr"], r["own_prof"])[0]
         up = self._ticket_ev(P_le, r["up_thr"], r["up_prof"])[0]
         down = (P_le[0] * r["W"]).sum(1)
@@ -338,9 +299,7 @@ class _DerbyBase:
             v_play, dec_vals, dec_p = r["number"], np.zeros(0, np.int64), np.zeros(0)
         else:
             v_play = r["up"]
-            if mask[DECLINE] and self.fast:
-                dec_vals, dec_p = _next_number_fast(r["left"][0], r["up"], r["bottom"][0])
-            elif mask[DECLINE]:
+            if mask[DECLINE]:
                 dec_vals, dec_p = self._next_number(r)
             else:
                 dec_vals, dec_p = np.zeros(0, np.int64), np.zeros(0)
@@ -351,15 +310,25 @@ class _DerbyBase:
             cards = np.concatenate([r["open"], self.card_ranks[r["pile"]]])
         values = np.concatenate([[v_play], dec_vals]).astype(np.float64)
         nv, nc = len(values), len(cards)
-        ev = self._combination_scores(r, values, cards).reshape(nv, nc)
+        vv = np.repeat(values, nc)
+        cc = np.tile(cards, (nv, 1))
+        out = self._outcomes(r, vv, cc)
+        ev = self._score(r, out, cc).reshape(nv, nc)
+        return self._card_choice(ev, dec_p, r["num_played"], r["card_played"], mask)
+
+    def _card_choice(
+        self, ev: np.ndarray, dec_p: np.ndarray, num_played: bool, card_played: bool, mask
+    ) -> dict[int, float]:
+        """Options from the (number value x movement card) scores: row 0 plays the number card,
+        rows 1.. are a decline's outcomes with probabilities ``dec_p``."""
         play_row = ev[0]
-        dec_row = dec_p @ ev[1:] if len(dec_vals) else None  # expected, per card
-        if r["card_played"]:  # only the number card is left to choose
+        dec_row = dec_p @ ev[1:] if len(dec_p) else None  # expected, per card
+        if card_played:  # only the number card is left to choose
             options = {PLAY: float(play_row[0])}
             if dec_row is not None:
                 options[DECLINE] = float(dec_row[0])
             return options
-        if r["num_played"]:  # only the movement card is left
+        if num_played:  # only the movement card is left
             return self._card_options(play_row, mask)
 
         # both open: value each first action by what the second choice can then use
@@ -375,110 +344,71 @@ class _DerbyBase:
         options.update(self._card_options(best, mask))
         return options
 
-    def _combination_scores(self, r: dict, values: np.ndarray, cards: np.ndarray) -> np.ndarray:
-        """Score of every (number value, movement card) pair, value-major."""
-        nv, nc = len(values), len(cards)
-        if not self.fast:
-            cc = np.tile(cards, (nv, 1))
-            return self._score(r, self._outcomes(r, np.repeat(values, nc), cc), cc)
-        need_all, need_elig = _needs(
-            r["own_thr"],
-            r["opp_thr"] if self.exchanges and self.deny and self.n > 1 else _NO_TICKETS,
-            r["up_thr"],
-            r["W"] if self.exchanges else _NO_WEIGHTS,
-            self.exchanges,
-        )
-        vidx = np.repeat(np.arange(nv), nc)
-        cidx = np.tile(np.arange(nc), nv)
-        P = self._place_probs(r, values, vidx, cards, cidx, need_all, need_elig)
-        return _scores(
-            P,
-            r["place"],
-            cards,
-            cidx,
-            r["own_thr"],
-            np.asarray(r["own_prof"], np.float64),
-            r["up_thr"],
-            np.asarray(r["up_prof"], np.float64),
-            r["opp_thr"] if self.deny and self.n > 1 else _NO_TICKETS,
-            np.asarray(r["opp_prof"], np.float64),
-            r.get("W", _NO_WEIGHTS),
-            self.exchanges,
-            self.deny,
-        )
-
-    def _exchange_probs(self, r: dict) -> np.ndarray:
-        """(1, 9, 9) ``P_le`` of the position as it stands (the exchange phase)."""
-        zero = np.zeros(1)
-        ranks = np.zeros((1, H), np.int64)
-        if not self.fast:
-            return self._outcomes(r, zero, ranks)["P_le"]
-        need, _ = _needs(r["own_thr"], _NO_TICKETS, r["up_thr"], r["W"], True)
-        need |= r["W"] != 0
-        _mark(need, r["up_thr"])
-        idx = np.zeros(1, np.int64)
-        return self._place_probs(r, zero, idx, ranks, idx, need, np.zeros((H, H), np.bool_))
-
-    def _place_probs(
-        self,
-        r: dict,
-        values: np.ndarray,
-        vidx: np.ndarray,
-        cards: np.ndarray,
-        cidx: np.ndarray,
-        need_all: np.ndarray,
-        need_elig: np.ndarray,
-    ) -> np.ndarray:
-        """``P_le[b]`` of combination b = (values[vidx[b]], cards[cidx[b]]) where a score reads
-        it, bit-identical to ``_outcomes`` there (0 elsewhere)."""
-        f, sd, R0 = _race_inputs(r["left"], r["pile"], self.card_moves_f)
-        pos = r["pos"]
-        Rf = (R0 - values)[:, None] * f[None, :]
-        m = np.empty((len(values), 2, H))
-        m[:, 0] = pos[None, :] + Rf  # the same operations as _outcomes' newpos + R f
-        m[:, 1] = (pos[None, :] + values[:, None]) + Rf
-        x = m[..., None] + sd[None, None, :, None] * _NODES[None, None, None, :]
-        T = _phi(
-            (m[:, :, :, None, None, None] - x[:, None, None]) / sd[None, None, :, None, None, None]
-        )
-        T = np.ascontiguousarray(T.transpose(0, 3, 4, 2, 1, 5))  # [i, sh, h, g, sg, q]
-        place = r["place"]
-        z = np.empty(len(vidx) * H * H * len(_NODES))
-        k = _z_args(pos, place, self.L, values, vidx, cards, cidx, T, need_all, need_elig, z)
-        phz = _phi(z[:k])
-        P = np.empty((len(vidx), H, H))
-        _place_probs(
-            pos, place, self.L, values, vidx, cards, cidx, need_all, need_elig, phz, _WEIGHTS, P
-        )
-        return P
+    def _options_fast(self, observation: np.ndarray, mask: np.ndarray) -> dict[int, float]:
+        """``_options`` through the compiled kernels (the same values, bit for bit)."""
+        if mask[SKIP] and not self.exchanges:
+            return {SKIP: 0.05}
+        iv = np.rint(observation * self._scale)
+        deny_on = bool(self.deny) and self.n > 1
+        (pos, place, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W, need_all,
+         need_elig, f, sd, R0, values, dec_p, cards, num_played, card_played) = _prepare(
+            iv, self._off, self.n, self.V, self.Ld, self.D, self.card_ranks, self.card_moves_f,
+            self._ct_thr, self._ct_prof, self.L, self.exchanges, deny_on, not mask[SKIP],
+            bool(mask[DECLINE]),
+        )  # fmt: skip
+        T = _phi_inplace(_table_args(pos, f, sd, R0, values, _NODES))
+        z = np.empty(len(values) * len(cards) * H * H * len(_NODES))
+        k = _z_args(pos, place, self.L, values, cards, T, need_all, need_elig, z)
+        phz = _phi_inplace(z[:k])
+        P = _place_probs(pos, place, self.L, values, cards, need_all, need_elig, phz, _WEIGHTS)
+        if mask[SKIP]:
+            gain_up, gain_down = _exchange_gains(P, own_thr, own_prof, up_thr, up_prof, W)
+            options = {SKIP: 0.05}
+            for c in range(H):
+                if mask[EXCHANGE0 + 2 * c]:
+                    options[EXCHANGE0 + 2 * c] = float(gain_up[c])
+                    options[EXCHANGE0 + 2 * c + 1] = float(gain_down[c])
+            return options
+        scores = _scores(
+            P, place, cards, own_thr, own_prof, up_thr, up_prof,
+            opp_thr if deny_on else _NO_TICKETS, opp_prof, W, self.exchanges, self.deny,
+        )  # fmt: skip
+        ev = scores.reshape(len(values), len(cards))
+        return self._card_choice(ev, dec_p, num_played, card_played, mask)
 
     @staticmethod
     def _card_options(row: np.ndarray, mask: np.ndarray) -> dict[int, float]:
         options = {OPEN1 + k: float(row[k]) for k in (0, 1) if mask[OPEN1 + k]}
-        if mask[BLIND] and len(row) > 2:  # row[2:].mean(), without its Python overhead
+        if mask[BLIND] and len(row) > 2:  # row[2:].mean() without its Python overhead
             options[BLIND] = float(np.add.reduce(row[2:]) / (len(row) - 2))
         return options
 
 
 # ----- the fast path: the same race model, compiled -------------------------------------------
 # The numpy model above builds a combinations x horses x horses x nodes tensor per decision. The
-# fast path computes the same numbers with three changes that keep every value bit-identical:
-# * the pairwise win chances phi((m_g - x_h)/s_g) depend on a combination only through its
-#   number value and whether g and h move, so they are tabulated per value (4 states) instead
-#   of per combination;
+# fast path computes the same numbers with three changes, keeping every value bit-identical
+# (tests/test_heuristic_traces_derby.py replays 5,175 recorded decisions):
+# * the pairwise chances phi((m_g - x_h)/s_g) depend on a combination only through its number
+#   value and whether g and h move, so they are tabulated per value (4 states), not per
+#   combination;
 # * P(place(h) <= t) is computed only where a score reads it (the thresholds of known tickets;
 #   the face-down weights only for the horses a combination could exchange);
-# * the loops run compiled (numba), with the additions in numpy's order; every exp is numpy's
-#   own (its SIMD exp can differ from libm's in the last bit), on buffers the kernels fill.
-try:  # numba is optional: without it the numpy model above is used (same choices, slower)
-    import numba
+# * the loops run compiled (numba) with the additions in numpy's order, and every exp is
+#   numpy's own (its SIMD exp can differ from libm's in the last bit) on buffers they fill.
+# Field offsets of the observation, in the order _prepare reads them
+_FIELDS = (
+    "played", "number_played", "card_played", "positions", "places", "open_cards", "pile",
+    "num_up", "num_left", "num_bottom", "own_tickets", "stock_up", "opp_tickets", "stock_down",
+)  # fmt: skip
+_NO_TICKETS = np.zeros((0, H), np.int64)
 
-    _njit = numba.njit(cache=True, nogil=True)
-except ImportError:  # pragma: no cover - exercised only where numba is not installed
-    numba = None
 
-    def _njit(fn):
-        return fn
+def _phi_inplace(x: np.ndarray) -> np.ndarray:
+    """``_phi(x)`` in x's memory: the same ufuncs, so the same bits."""
+    np.multiply(x, -1.702, out=x)
+    np.exp(x, out=x)
+    np.add(x, 1.0, out=x)
+    return np.divide(1.0, x, out=x)
 
 
 @_njit
@@ -538,6 +468,30 @@ def _race_inputs(left, pile, card_moves_f):
 
 
 @_njit
+def _table_args(pos, f, sd, R0, values, nodes):
+    """``args[i, sh, h, g, sg, q] = (m_g - x_hq) / s_g`` of ``_outcomes`` for number value i,
+    h moving (sh) or not, g moving (sg) or not: the same operations, so the same bits."""
+    nv, Q = len(values), len(nodes)
+    m = np.empty((nv, 2, 9))
+    for i in range(nv):
+        v = values[i]
+        for h in range(9):
+            Rf = (R0 - v) * f[h]
+            m[i, 0, h] = pos[h] + Rf
+            m[i, 1, h] = (pos[h] + v) + Rf
+    args = np.empty((nv, 2, 9, 9, 2, Q))
+    for i in range(nv):
+        for sh in range(2):
+            for h in range(9):
+                for q in range(Q):
+                    x = m[i, sh, h] + sd[h] * nodes[q]
+                    for g in range(9):
+                        for sg in range(2):
+                            args[i, sh, h, g, sg, q] = (m[i, sg, g] - x) / sd[g]
+    return args
+
+
+@_njit
 def _moves(pos, place, L, v, ranks, mv, newplace):
     """One combination's move: movers ``mv`` and places after it; returns the finished count."""
     F0 = 0
@@ -559,149 +513,10 @@ def _moves(pos, place, L, v, ranks, mv, newplace):
 
 
 @_njit
-def _needed(h, eligible, need_all, need_elig, t):
-    return need_all[h, t] or (eligible and need_elig[h, t])
-
-
-@_njit
-def _z_args(pos, place, L, values, vidx, cards, cidx, T, need_all, need_elig, z):
-    """Fill ``z`` with the arguments of phi whose P(place <= t) some score reads; returns how
-    many. ``T[i, sh, h, g, sg, q]``: P(g beats h at node q) for value i, h moving (sh) or not,
-    g moving (sg) or not."""
-    mv = np.zeros(9, np.bool_)
-    newplace = np.zeros(9, np.int64)
-    mu = np.empty(7)
-    s2 = np.empty(7)
-    sig = np.empty(7)
-    k = 0
-    for b in range(len(vidx)):
-        i = vidx[b]
-        ranks = cards[cidx[b]]
-        F = _moves(pos, place, L, values[i], ranks, mv, newplace)
-        for h in range(9):
-            if newplace[h] > 0:
-                continue
-            el = ranks[h] == 0
-            any_t = False
-            for t in range(9):
-                if _needed(h, el, need_all, need_elig, t):
-                    any_t = True
-            if not any_t:
-                continue
-            Th = T[i, 1 if mv[h] else 0, h]
-            mu[:] = 0.0
-            s2[:] = 0.0
-            for g in range(9):  # the sums over g in numpy's order (in sequence)
-                if g != h and newplace[g] == 0:
-                    Tg = Th[g, 1 if mv[g] else 0]
-                    for q in range(7):
-                        p = Tg[q]
-                        mu[q] += p
-                        s2[q] += p * (1 - p)
-            for q in range(7):
-                sig[q] = np.sqrt(s2[q] + 0.08)
-            for t in range(9):
-                if _needed(h, el, need_all, need_elig, t):
-                    for q in range(7):
-                        z[k] = (t + 1 - F - 0.5 - mu[q]) / sig[q]
-                        k += 1
-    return k
-
-
-@_njit
-def _place_probs(pos, place, L, values, vidx, cards, cidx, need_all, need_elig, phz, weights, P):
-    """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere), from phi of the z's."""
-    mv = np.zeros(9, np.bool_)
-    newplace = np.zeros(9, np.int64)
-    k = 0
-    for b in range(len(vidx)):
-        ranks = cards[cidx[b]]
-        _moves(pos, place, L, values[vidx[b]], ranks, mv, newplace)
-        for h in range(9):
-            if newplace[h] > 0:
-                for t in range(9):
-                    P[b, h, t] = 1.0 if newplace[h] <= t + 1 else 0.0
-                continue
-            el = ranks[h] == 0
-            for t in range(9):
-                if _needed(h, el, need_all, need_elig, t):
-                    acc = 0.0
-                    for q in range(7):
-                        acc += phz[k] * weights[q]
-                        k += 1
-                    P[b, h, t] = acc
-                else:
-                    P[b, h, t] = 0.0
-
-
-@_njit
-def _ev(P, b, thr, prof, out):
-    """One ticket per colour: P(place <= threshold) x profit (threshold 0: unknown, 0)."""
-    for h in range(9):
-        out[h] = P[b, h, thr[h] - 1] * prof[h] if thr[h] > 0 else 0.0
-
-
-@_njit
-def _scores(P, place, cards, cidx, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W,
-            exchanges, deny):  # fmt: skip
-    """The value of every combination for this player (``_DerbyBase._score``)."""
-    B = P.shape[0]
-    out = np.empty(B)
-    own = np.empty(9)
-    up = np.empty(9)
-    tmp = np.empty(9)
-    pairwise = B == 1
-    for b in range(B):
-        _ev(P, b, own_thr, own_prof, own)
-        score = _sum9(own, pairwise)
-        if exchanges:
-            ranks = cards[cidx[b]]
-            _ev(P, b, up_thr, up_prof, up)
-            best = 0.0
-            for c in range(9):
-                if ranks[c] != 0 or place[c] > 0:  # exchange colours still racing only
-                    continue
-                down = _dot9(P[b, c], W[c])
-                gain = max(up[c], down) - own[c]
-                best = max(best, gain)
-            score = score + best
-            if deny != 0.0 and opp_thr.shape[0] > 0:
-                opp = 0.0
-                for k in range(opp_thr.shape[0]):
-                    _ev(P, b, opp_thr[k], opp_prof[k], tmp)
-                    opp = opp + _sum9(tmp, pairwise)
-                score = score - deny * opp / opp_thr.shape[0]
-        out[b] = score
-    return out
-
-
-_NO_TICKETS = np.zeros((0, H), np.int64)
-_NO_WEIGHTS = np.zeros((H, H))
-
-
-@_njit
 def _mark(need, thr):
     for h in range(9):
         if thr[h] > 0:
             need[h, thr[h] - 1] = True
-
-
-@_njit
-def _needs(own_thr, opp_thr, up_thr, W, exchanges):
-    """Where the scores read P(place(h) <= t): always (own and known opponents' tickets), and
-    for a horse a combination could exchange (the face-up ticket, the face-down weights)."""
-    need_all = np.zeros((9, 9), np.bool_)
-    need_elig = np.zeros((9, 9), np.bool_)
-    _mark(need_all, own_thr)
-    for k in range(opp_thr.shape[0]):
-        _mark(need_all, opp_thr[k])
-    if exchanges:
-        _mark(need_elig, up_thr)
-        for h in range(9):
-            for t in range(9):
-                if W[h, t] != 0:
-                    need_elig[h, t] = True
-    return need_all, need_elig
 
 
 @_njit
@@ -757,6 +572,263 @@ def _next_number_fast(left0, up, bottom0):
                 k += 1
         return vals, probs
     return np.array([last]), np.array([1.0])
+
+
+@_njit
+def _tickets(iv, start, count, thr, prof):
+    for j in range(count):
+        thr.flat[j] = int(iv[start + 2 * j])
+        prof.flat[j] = iv[start + 2 * j + 1]
+
+
+@_njit
+def _prepare(iv, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof, L, exchanges,
+             deny_on, cards_phase, decline):  # fmt: skip
+    """Everything a decision reads, from the rounded observation ``iv`` (``_read``,
+    ``_down_weights``, ``_next_number``, the spread of the race), plus the combinations: number
+    values (the one to play, then a decline's) and movement cards (rank rows)."""
+    pos = iv[off[3] : off[3] + 9].copy()
+    place = np.empty(9, np.int64)
+    for h in range(9):
+        place[h] = int(iv[off[4] + h])
+    own_thr, own_prof = np.empty(9, np.int64), np.empty(9)
+    up_thr, up_prof = np.empty(9, np.int64), np.empty(9)
+    opp_thr, opp_prof = np.empty((n - 1, 9), np.int64), np.empty((n - 1, 9))
+    down_thr, down_prof = np.empty((9, D), np.int64), np.empty((9, D))
+    _tickets(iv, off[10], 9, own_thr, own_prof)
+    _tickets(iv, off[11], 9, up_thr, up_prof)
+    _tickets(iv, off[12], 9 * (n - 1), opp_thr, opp_prof)
+    _tickets(iv, off[13], 9 * D, down_thr, down_prof)
+    left = np.empty((n, V), np.int64)
+    for j in range(n * V):
+        left.flat[j] = int(iv[off[8] + j])
+    npile = 0
+    for j in range(card_ranks.shape[0]):
+        npile += iv[off[6] + j] > 0
+    pile = np.empty(npile, np.int64)
+    npile = 0
+    for j in range(card_ranks.shape[0]):
+        if iv[off[6] + j] > 0:
+            pile[npile] = j
+            npile += 1
+    f, sd, R0 = _race_inputs(left, pile, card_moves_f)
+    # the face-down weights; the located tickets per colour: own, face-up, opponents', down
+    W = np.zeros((9, 9))
+    if exchanges:
+        seen_thr = np.empty((9, n + 1 + D), np.int64)
+        seen_prof = np.empty((9, n + 1 + D))
+        for c in range(9):
+            seen_thr[c, 0], seen_prof[c, 0] = own_thr[c], own_prof[c]
+            seen_thr[c, 1], seen_prof[c, 1] = up_thr[c], up_prof[c]
+            for k in range(n - 1):
+                seen_thr[c, 2 + k], seen_prof[c, 2 + k] = opp_thr[k, c], opp_prof[k, c]
+            for s in range(D):
+                seen_thr[c, n + 1 + s], seen_prof[c, n + 1 + s] = down_thr[c, s], down_prof[c, s]
+        W = _down_weights_fast(down_thr, down_prof, seen_thr, seen_prof, ct_thr, ct_prof)
+    # where the scores read P(place(h) <= t): always (own tickets, the opponents' known ones),
+    # and for a horse a combination could exchange (the face-up ticket, the face-down weights)
+    need_all = np.zeros((9, 9), np.bool_)
+    need_elig = np.zeros((9, 9), np.bool_)
+    _mark(need_all, own_thr)
+    if exchanges:
+        if deny_on:
+            for k in range(n - 1):
+                _mark(need_all, opp_thr[k])
+        _mark(need_elig, up_thr)
+        for h in range(9):
+            for t in range(9):
+                if W[h, t] != 0:
+                    need_elig[h, t] = True
+    num_played = iv[off[0]] > 0
+    card_played = iv[off[0] + 1] > 0
+    if not cards_phase:  # the exchange phase: the position as it stands, every horse
+        values = np.zeros(1)
+        cards = np.zeros((1, 9), np.int64)
+        for h in range(9):
+            for t in range(9):
+                need_all[h, t] = need_all[h, t] or need_elig[h, t]
+                need_elig[h, t] = False
+        return (pos, place, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W,
+                need_all, need_elig, f, sd, R0, values, np.zeros(0), cards, num_played,
+                card_played)  # fmt: skip
+    # number options: the card to play now, or the distribution a decline turns up
+    if num_played:
+        values = np.array([iv[off[1]]])
+        dec_p = np.zeros(0)
+    else:
+        up = int(iv[off[7]])
+        if decline:
+            bottom0 = np.empty(Ld, np.int64)
+            for j in range(Ld):
+                bottom0[j] = int(iv[off[9] + j])
+            dec_vals, dec_p = _next_number_fast(left[0], up, bottom0)
+        else:
+            dec_vals, dec_p = np.zeros(0, np.int64), np.zeros(0)
+        values = np.empty(1 + len(dec_vals))
+        values[0] = up
+        values[1:] = dec_vals
+    # movement options: the card played, or open 1, open 2 and every pile card
+    if card_played:
+        cards = np.empty((1, 9), np.int64)
+        for h in range(9):
+            cards[0, h] = int(iv[off[2] + h])
+    else:
+        cards = np.empty((2 + npile, 9), np.int64)
+        for k in range(2):
+            for h in range(9):
+                cards[k, h] = int(iv[off[5] + 9 * k + h])
+        for j in range(npile):
+            cards[2 + j] = card_ranks[pile[j]]
+    return (pos, place, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W, need_all,
+            need_elig, f, sd, R0, values, dec_p, cards, num_played, card_played)  # fmt: skip
+
+
+@_njit
+def _z_args(pos, place, L, values, cards, T, need_all, need_elig, z):
+    """Fill ``z`` with the arguments of phi whose P(place <= t) some score reads, for every
+    combination b = (values[b // nc], cards[b % nc]); returns how many. ``T[i, sh, h, g, sg,
+    q]``: P(g beats h at node q) for value i, h moving (sh) or not, g moving (sg) or not."""
+    Q = T.shape[-1]
+    Tf = T.ravel()
+    nc = cards.shape[0]
+    mv = np.zeros(9, np.bool_)
+    newplace = np.zeros(9, np.int64)
+    offs = np.empty(9, np.int64)
+    ts = np.empty(9, np.int64)
+    mu = np.empty(Q)
+    s2 = np.empty(Q)
+    k = 0
+    for b in range(len(values) * nc):
+        i = b // nc
+        ranks = cards[b % nc]
+        F = _moves(pos, place, L, values[i], ranks, mv, newplace)
+        ns = 0  # the horses still racing after the move, as offsets into T's (g, sg) rows
+        for g in range(9):
+            if newplace[g] == 0:
+                offs[ns] = (2 * g + (1 if mv[g] else 0)) * Q
+                ns += 1
+        for h in range(9):
+            if newplace[h] > 0:
+                continue
+            el = ranks[h] == 0
+            nt = 0
+            for t in range(9):
+                if need_all[h, t] or (el and need_elig[h, t]):
+                    ts[nt] = t
+                    nt += 1
+            if nt == 0:
+                continue
+            base = ((2 * i + (1 if mv[h] else 0)) * 9 + h) * 18 * Q
+            own = (2 * h + (1 if mv[h] else 0)) * Q
+            for q in range(Q):
+                mu[q] = 0.0
+                s2[q] = 0.0
+            for j in range(ns):  # the sums over g in numpy's order (in sequence)
+                o = offs[j]
+                if o == own:
+                    continue
+                o += base
+                for q in range(Q):
+                    p = Tf[o + q]
+                    mu[q] += p
+                    s2[q] += p * (1 - p)
+            for q in range(Q):
+                s2[q] = np.sqrt(s2[q] + 0.08)
+            for j in range(nt):
+                c = ts[j] + 1 - F - 0.5
+                for q in range(Q):
+                    z[k] = (c - mu[q]) / s2[q]
+                    k += 1
+    return k
+
+
+@_njit
+def _place_probs(pos, place, L, values, cards, need_all, need_elig, phz, weights):
+    """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere), from phi of the z's."""
+    nc = cards.shape[0]
+    B = len(values) * nc
+    P = np.empty((B, 9, 9))
+    mv = np.zeros(9, np.bool_)
+    newplace = np.zeros(9, np.int64)
+    k = 0
+    for b in range(B):
+        ranks = cards[b % nc]
+        _moves(pos, place, L, values[b // nc], ranks, mv, newplace)
+        for h in range(9):
+            if newplace[h] > 0:
+                for t in range(9):
+                    P[b, h, t] = 1.0 if newplace[h] <= t + 1 else 0.0
+                continue
+            el = ranks[h] == 0
+            for t in range(9):
+                if need_all[h, t] or (el and need_elig[h, t]):
+                    acc = 0.0
+                    for q in range(len(weights)):
+                        acc += phz[k] * weights[q]
+                        k += 1
+                    P[b, h, t] = acc
+                else:
+                    P[b, h, t] = 0.0
+    return P
+
+
+@_njit
+def _ev(P, b, thr, prof, out):
+    """One ticket per colour: P(place <= threshold) x profit (threshold 0: unknown, 0)."""
+    for h in range(9):
+        out[h] = P[b, h, thr[h] - 1] * prof[h] if thr[h] > 0 else 0.0
+
+
+@_njit
+def _scores(P, place, cards, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W,
+            exchanges, deny):  # fmt: skip
+    """The value of every combination for this player (``_DerbyBase._score``)."""
+    B = P.shape[0]
+    nc = cards.shape[0]
+    out = np.empty(B)
+    own = np.empty(9)
+    up = np.empty(9)
+    tmp = np.empty(9)
+    pairwise = B == 1
+    for b in range(B):
+        _ev(P, b, own_thr, own_prof, own)
+        score = _sum9(own, pairwise)
+        if exchanges:
+            ranks = cards[b % nc]
+            _ev(P, b, up_thr, up_prof, up)
+            best = 0.0
+            for c in range(9):
+                if ranks[c] != 0 or place[c] > 0:  # exchange colours still racing only
+                    continue
+                gain = max(up[c], _dot9(P[b, c], W[c])) - own[c]
+                best = max(best, gain)
+            score = score + best
+            if opp_thr.shape[0] > 0:
+                opp = 0.0
+                for k in range(opp_thr.shape[0]):
+                    _ev(P, b, opp_thr[k], opp_prof[k], tmp)
+                    opp = opp + _sum9(tmp, pairwise)
+                score = score - deny * opp / opp_thr.shape[0]
+        out[b] = score
+    return out
+
+
+@_njit
+def _exchange_gains(P, own_thr, own_prof, up_thr, up_prof, W):
+    """``_DerbyBase._exchange``'s gains per colour: face-up ticket, top face-down ticket."""
+    own = np.empty(9)
+    up = np.empty(9)
+    _ev(P, 0, own_thr, own_prof, own)
+    _ev(P, 0, up_thr, up_prof, up)
+    prod = np.empty(9)
+    gain_up = np.empty(9)
+    gain_down = np.empty(9)
+    for c in range(9):
+        for t in range(9):
+            prod[t] = P[0, c, t] * W[c, t]
+        gain_up[c] = up[c] - own[c]
+        gain_down[c] = _sum9(prod, True) - own[c]  # (P_le[0] * W).sum(1): contiguous rows
+    return gain_up, gain_down
 
 
 class DerbyProjection(_DerbyBase):
