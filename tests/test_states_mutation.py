@@ -21,10 +21,12 @@ from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
 from derby_envs.games.derby.engine import DerbyGame
 from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame
 from tests.common import random_action
+from tests.test_states_bounds import EXTREME_PARAMS
 
 CONFIGS: list[tuple[type[Game], dict]] = [
     (KentuckyDerbyGame, dict(num_players=4)),
     (KentuckyDerbyGame, dict(num_players=6, betting="sealed", bankroll=5)),
+    (KentuckyDerbyGame, dict(num_players=7, max_stake=0, second_place="always")),
     (DerbyGame, dict(num_players=3)),
     (DerbyGame, dict(num_players=5, track_length=40)),
     (DemolitionDerbyGame, dict(num_players=2)),
@@ -171,6 +173,23 @@ def test_unmutated_saved_states_load_and_play_on():
         game = game_of(i)
         for text in saved_states(i):
             play_on(game, game.state_from_dict(json.loads(text)), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(("cls", "params"), EXTREME_PARAMS)
+def test_every_state_of_extreme_games_round_trips(cls, params):
+    # The validation refuses nothing the rules can reach: every state of random games with
+    # extreme parameters (ante-only, stakes above the bankroll, one Derby, ...) reloads as is.
+    game = cls(**params)
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        state = game.new_initial_state(seed)
+        while True:
+            saved = json.loads(json.dumps(state.to_dict()))
+            assert game.state_from_dict(saved).to_dict() == saved
+            if state.is_terminal():
+                break
+            p = state.current_players()[0]
+            state.apply_action(p, random_action(state, p, rng))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -657,7 +657,8 @@ class KentuckyDerbyState(State):
         )
         bets = self.bet_horse >= 0
         saved_check(not (self.bet_stake[~bets] > 0).any(), "a stake without a bet (bet_horse -1)")
-        saved_check(not (bets & ~self.active).any(), "a player sitting out has a bet")
+        # (at the end, the last race's settled bets stay, even of players who then sat out)
+        saved_check(self.over or not (bets & ~self.active).any(), "a player sitting out has a bet")
         staked = 0 if self.over else int(self.bet_stake.sum())
         total = int(self.chips.sum()) + self.pool + self.pot_carry + staked
         saved_check(total == T, f"chips, pool, pot and stakes add up to {total}, not {T}")
@@ -707,12 +708,17 @@ class KentuckyDerbyState(State):
                 saved_ints(p, f"{w} piles", None, 0, NUM_CARDS - 1)
                 for p in saved_list(raw.get("piles"), f"{w} piles", 4)
             ],
-            "bets": [
-                saved_ints(b, f"{w} bets", 2, -1, g.params["max_stake"])
-                for b in saved_list(raw.get("bets"), f"{w} bets", n)
-            ],
+            "bets": [self._load_bet(b, f"{w} bets") for b in saved_list(raw.get("bets"), w, n)],
             "payouts": saved_ints(raw.get("payouts"), f"{w} payouts", n, 0, g.total_chips),
             "reshuffles": saved_int(raw.get("reshuffles"), f"{w} reshuffles", 0, MAX_RESHUFFLES),
         }
         saved_check(out["first"] != out["second"], "last_race: first and second are one horse")
         return out
+
+    def _load_bet(self, raw: Any, name: str) -> list[int]:
+        """One seat's ``[horse, stake]`` of a settled race (horse -1: sat out)."""
+        horse, stake = saved_list(raw, name, 2)
+        return [
+            saved_int(horse, f"{name} horse", -1, 3),
+            saved_int(stake, f"{name} stake", 0, self.game.params["max_stake"]),
+        ]
