@@ -410,3 +410,21 @@ def test_safe_resume_equals_sb3_full_load(tmp_path):
     assert any(not torch.equal(before[k], v) for k, v in safe.policy.state_dict().items())
     safe.env.close()
     full.env.close()
+
+
+def test_a_torn_eval_row_is_dropped_on_resume(tmp_path):
+    """eval.csv is appended to; a kill mid-append leaves a torn last line, which resume drops
+    (the evaluation is redone) instead of failing on it."""
+    import csv
+
+    run = tmp_path / "run"
+    raw = tiny("kentucky_derby", run, total_timesteps=256, **{"evaluation.every": 256})
+    train(config_from_dict(raw), progress=False)
+    before = list(csv.DictReader((run / "eval.csv").open()))
+    with (run / "eval.csv").open("a") as f:
+        f.write("5")  # torn mid-number: the step of a row that was being written (512)
+    train(config_from_dict({**raw, "total_timesteps": 512}), resume=True, progress=False)
+    rows = list(csv.DictReader((run / "eval.csv").open()))
+    assert rows[: len(before)] == before and len(rows) > len(before)
+    assert all(r["step"] == "512" and r["win_hi95"] for r in rows[len(before) :])
+    assert RunDirLock(run).acquire().held  # and the lock was freed at the end

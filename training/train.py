@@ -335,6 +335,17 @@ def remove_temp_files(run_dir: Path, report: Any = None) -> list[Path]:
     return removed
 
 
+def _eval_row_step(row: dict[str, Any]) -> float:
+    """The step of an eval.csv row; a row torn by a kill mid-append counts as infinitely late
+    (dropped on resume, the evaluation is redone)."""
+    if None in row or any(row.get(k) is None for k in EVAL_FIELDS) or not row["field"]:
+        return float("inf")
+    try:
+        return int(row["step"])
+    except ValueError:
+        return float("inf")
+
+
 def _has_content(run_dir: Path) -> bool:
     """Anything but the lock file (which a crashed setup may leave on its own)."""
     return any(p.name != LOCK_NAME for p in run_dir.iterdir())
@@ -524,10 +535,10 @@ class Trainer:
                     f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r} (the run "
                     "directory does not exist)"
                 )
+            if not checkpoints(run):  # checked before locking: no .lock in a stranger's dir
+                raise ConfigError(f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r}")
             self.lock.acquire()  # a second --resume of a live run stops here
             remove_temp_files(run, self.warn)
-            if not checkpoints(run):
-                raise ConfigError(f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r}")
             check_resume_compatible(load_run_config(run), self.config)
             data = read_pool_file(run / "pool.json")
             step, path = self.newest_intact_checkpoint()
@@ -921,7 +932,7 @@ class Trainer:
         csv_path = self.run_dir / "eval.csv"
         if not csv_path.is_file():
             return
-        rows = [r for r in csv.DictReader(csv_path.open()) if int(r["step"]) <= step]
+        rows = [r for r in csv.DictReader(csv_path.open()) if _eval_row_step(r) <= step]
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=EVAL_FIELDS)
         w.writeheader()
