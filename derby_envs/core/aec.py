@@ -264,7 +264,7 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         "_skip_agent_selection",
         "_last_returns",
         "_decisions",
-        "num_cycles",
+        "_flagged",
     )
 
     def __init__(
@@ -299,6 +299,7 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         )
         self.agents: list[str] = []
         self._decisions: dict[str, int] = {}
+        self._flagged = None
 
     # ----- episode --------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
@@ -312,7 +313,6 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
             raise InvalidParameterError(
                 f"state has parameters {state.game.params!r}, env has {self.game.params!r}"
             )
-        self.num_cycles = 0
         self._start(state, resumed=True)
 
     def _start(self, state: State, resumed: bool) -> None:
@@ -324,6 +324,7 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         self.truncations = dict.fromkeys(self.agents, False)
         self._decisions = dict.fromkeys(self.agents, 0)
         self.infos = {a: self._outcome_info(p) for p, a in enumerate(self.agents)}
+        self._flagged: str | None = None
         self._skip_agent_selection = None
         # A new game's rewards sum to its final returns (chance moves before the first decision,
         # e.g. an ante, are paid with the first step); a resumed game pays only what comes next.
@@ -372,16 +373,20 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         delta = self._reward_step()
         for a in self.agents:
             self.rewards[a] = float(delta[self.agent_name_mapping[a]])
-        self.rewards[agent] += penalty
-        for p, a in enumerate(self.agents):
-            self.infos[a] = self._outcome_info(p)
+        if self._flagged is not None:  # last step's replaced action: this step is clean
+            self.infos[self._flagged] = self._outcome_info(self.agent_name_mapping[self._flagged])
+            self._flagged = None
         if penalty:
-            self.infos[agent]["illegal_action"] = self.infos[agent]["offender"] = True
+            self.rewards[agent] += penalty
+            self.infos[agent] = {"winner": False, "illegal_action": True, "offender": True}
+            self._flagged = agent
         if state.is_terminal():
             self.terminations = dict.fromkeys(self.agents, True)
+            winners = state.winners()
+            for a in self.agents:
+                self.infos[a]["winner"] = self.agent_name_mapping[a] in winners
         else:
             self.agent_selection = agent_name(state.current_players()[0])
-            self.num_cycles = max(self._decisions.values())
             if self._decisions[self.agent_selection] >= self.max_cycles:
                 self.truncations = dict.fromkeys(self.agents, True)
         self._accumulate_rewards()
