@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -204,6 +205,29 @@ def test_sigterm_and_sighup_save_the_record_like_ctrl_c(signame, tmp_path):
     text = finish(child)
     assert child.exitstatus == 128 + sig, text
     assert f"Interrupted by {signame}" in text and "Traceback" not in text
+    replay = load_replay(record)
+    assert not replay.complete and len(replay) >= 1
+
+
+def test_closing_the_terminal_keeps_the_record(tmp_path):
+    """The terminal really goes away (the pty is closed: SIGHUP, then every write fails): the
+    game so far is still saved."""
+    from training.replay import load_replay
+
+    record = tmp_path / "hangup.json"
+    child = spawn(
+        "play", *small_args("kentucky_derby"), "--seed", "1", "--record", str(record),
+    )  # fmt: skip
+    child.expect(PROMPT)
+    child.sendline("1")
+    child.expect(PROMPT)
+    pid = child.pid
+    os.close(child.child_fd)  # hang up: the kernel sends SIGHUP to the session
+    deadline = time.time() + 30
+    while time.time() < deadline and not record.exists():
+        time.sleep(0.1)
+    _, status = os.waitpid(pid, 0)
+    assert record.exists(), f"no record after the hangup (wait status {status})"
     replay = load_replay(record)
     assert not replay.complete and len(replay) >= 1
 

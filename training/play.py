@@ -371,6 +371,7 @@ class PlaySession:
         self.policies = policies
         self.seed = seed
         self.out = Output(out or sys.stdout)
+        self._output_lost = False
         self.read = read
         self.pal = palette or Palette(False)
         self.record_path = record_path
@@ -379,7 +380,12 @@ class PlaySession:
         self.moves = 0
 
     def say(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        if self._output_lost:
+            return
+        try:
+            self.out.write(text + "\n")
+        except OSError:  # the terminal is gone (EIO after a hangup, a closed pipe)
+            self._output_lost = True
 
     def show_board(self, state: State) -> None:
         self.say(self.pal.board(state.render_text(self.seat), self.game.name, self.seat))
@@ -449,49 +455,66 @@ class PlaySession:
         self.say("Type ? at the prompt for help, q to quit.")
         status, finished = 0, False
         previous = _signals_as_interrupts()
+        path = None
         try:
-            while not state.is_terminal():
-                players = state.current_players()
-                if seat in players:  # simultaneous phases: the human chooses first
-                    p = seat
-                    action = self.ask(state)
-                else:
-                    p = players[0]
-                    action = choose(self.policies[self.labels[p]], state, p, rngs[p])
-                name, seen = play_move(state, p, action, seat)
-                self.moves += 1
-                if recorder is not None:
-                    recorder.step(state, p, action, name)
-                who = "you" if p == seat else player_label(p, self.labels)
-                self._log(f"{who}: {seen}")
-            finished = True
-        except UserQuitError:
-            self.say("Quitting.")
-        except EOFError:
-            self.say("\nEnd of input: quitting.")
-        except Signalled as exc:
-            self.say(f"\nInterrupted by {signal.Signals(exc.signum).name}: quitting.")
-            status = 128 + exc.signum
-        except KeyboardInterrupt:
-            self.say("\nInterrupted: quitting.")
-            status = 130
+            try:
+                while not state.is_terminal():
+                    players = state.current_players()
+                    if seat in players:  # simultaneous phases: the human chooses first
+                        p = seat
+                        action = self.ask(state)
+                    else:
+                        p = players[0]
+                        action = choose(self.policies[self.labels[p]], state, p, rngs[p])
+                    name, seen = play_move(state, p, action, seat)
+                    self.moves += 1
+                    if recorder is not None:
+                        recorder.step(state, p, action, name)
+                    who = "you" if p == seat else player_label(p, self.labels)
+                    self._log(f"{who}: {seen}")
+                finished = True
+            except UserQuitError:
+                self.say("Quitting.")
+            except EOFError:
+                self.say("\nEnd of input: quitting.")
+            except Signalled as exc:
+                self.say(f"\nInterrupted by {signal.Signals(exc.signum).name}: quitting.")
+                status = 128 + exc.signum
+            except KeyboardInterrupt:
+                self.say("\nInterrupted: quitting.")
+                status = 130
+            except OSError:  # reading the terminal failed: it was closed (a hangup)
+                self.say("\nThe terminal is gone: quitting.")
+                status = 128 + int(getattr(signal, "SIGHUP", 1))
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            # Save whatever ended the game (even an unexpected error), with further SIGTERM /
+            # SIGHUP held off: a closed terminal or a second signal must not cost the record.
+            for sig in previous:
+                signal.signal(sig, signal.SIG_IGN)
+            try:
+                path = recorder.save(self.record_path) if recorder is not None else None
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+        try:
+            self._summary(state, finished, path)
+        except OSError:  # the terminal is gone (SIGHUP): the record is already saved
+            pass
+        return status
+
+    def _summary(self, state: State, finished: bool, path: Any) -> None:
         self.say()
         self.say(self.pal("═" * 60, "bold"))
         if finished:
             self._flush_log()
             self.show_board(state)
-        for line in summary_lines(state, self.labels, seat, finished, self.moves):
+        for line in summary_lines(state, self.labels, self.seat, finished, self.moves):
             self.say(self.pal(line, "bold") if line.startswith(("You", "Winner")) else line)
-        if recorder is not None:
-            path = recorder.save(self.record_path)
+        if path is not None:
             what = "replay" if finished else "replay of the unfinished game"
             self.say(f"Saved {what} to {path} (derby-envs replay {path}).")
         if not finished:
             self.say(f"Play the same deal again with --seed {self.seed}.")
-        return status
 
 
 def run_play(
