@@ -184,6 +184,11 @@ class DerbyMultiAgentEnv(GameEnvMixin, MultiAgentEnv, EzPickle):
             )
         return sorted(seats)
 
+    @property
+    def opponents(self) -> list[Any]:
+        """The policies of the in-env seats (e.g. to add a snapshot to their pool)."""
+        return list(self._opponents)
+
     # ----- RLlib API --------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         n = self.game.num_players

@@ -1,0 +1,205 @@
+# ruff: noqa: RUF009  (_f returns a dataclasses.field with documentation metadata)
+"""The ``backend: rllib`` training config: multi-agent PPO on Ray RLlib (new API stack).
+
+Same loading and validation as the MaskablePPO configs (:mod:`training.config`): every key is
+checked before any work starts, an unknown key is an error naming it (with a did-you-mean), a
+bad value names its dotted key and what is allowed, and the game-aware checks (parameters,
+reward mode, agent names, ``.zip`` members, evaluation fields) are the very same functions.
+The shared sections (``opponents``, ``checkpoint``, ``evaluation``, ``logging``) have the same
+schema as there; ``rllib`` holds what is RLlib's own.
+
+Minimal config::
+
+    backend: rllib
+    game: kentucky_derby
+    game_params: {num_players: 5}
+    total_timesteps: 200000
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from training.config import (
+    MAX_SEED,
+    CheckpointConfig,
+    ConfigError,
+    EvaluationConfig,
+    LoggingConfig,
+    OpponentsConfig,
+    TrainConfig,
+    _build,
+    _cross_check,
+    _f,
+    apply_overrides,
+)
+
+
+@dataclass
+class RLlibSection:
+    """Ray and RLlib settings (PPO on RLlib's new API stack, action masking)."""
+
+    address: str | None = _f(
+        None,
+        "Ray cluster to join (e.g. 'auto' or 'ray://host:10001'); null = $RAY_ADDRESS if set, "
+        "else a local Ray started on this machine",
+    )
+    num_cpus: int | None = _f(
+        None, "CPUs of the local Ray (null = all of this machine; ignored on a cluster)", low=1
+    )
+    num_env_runners: int = _f(
+        1, "sampling actors (0 = sample in the driver process)", low=0, high=4096
+    )
+    num_envs_per_env_runner: int = _f(1, "envs stepped together by each runner", low=1, high=256)
+    num_cpus_per_env_runner: float = _f(1.0, "CPUs Ray reserves per runner", low=0.0, high=64.0)
+    num_learners: int = _f(
+        0, "learner actors (0 = learn in the driver; >1 = data-parallel learners)", low=0
+    )
+    learner_seats: int | None = _f(
+        1,
+        "seats the shared learner policy plays in each game (drawn anew every episode; the "
+        "opponent pool fills the rest); null = every seat (pure self-play, no pool)",
+        low=1,
+    )
+    train_batch_size: int = _f(
+        2048, "env steps per learner per training iteration (train_batch_size_per_learner)", low=2
+    )
+    minibatch_size: int = _f(256, "SGD minibatch (<= train_batch_size)", low=2)
+    num_epochs: int = _f(5, "passes over each training batch", low=1, high=1000)
+    lr: float = _f(3e-4, "Adam step size", low=1e-8, high=1.0)
+    gamma: float = _f(0.99, "discount factor", low=0.0, high=1.0)
+    gae_lambda: float = _f(0.95, "GAE lambda", low=0.0, high=1.0)
+    clip_param: float = _f(0.2, "PPO clipping", low=1e-6, high=10.0)
+    entropy_coeff: float = _f(0.01, "entropy bonus", low=0.0, high=10.0)
+    vf_loss_coeff: float = _f(0.5, "value-loss weight", low=0.0, high=100.0)
+    grad_clip: float | None = _f(0.5, "gradient-norm clipping (null = off)", low=1e-6)
+    hiddens: list[int] = _f(lambda: [64, 64], "hidden layer sizes (actor and critic)", low=1)
+    activation: Literal["tanh", "relu"] = _f("tanh", "hidden activation")
+    torch_threads: int = _f(1, "torch threads of the driver / learner", low=1, high=64)
+
+
+@dataclass
+class RLlibTrainConfig:
+    """A training run on Ray RLlib."""
+
+    backend: Literal["rllib"] = _f("rllib", "training backend: rllib", required=True)
+    game: str = _f("kentucky_derby", "game name (derby-envs list)")
+    game_params: dict[str, Any] = _f(dict, "the game's parameters, e.g. {num_players: 5}")
+    name: str | None = _f(None, "run name (default: <game>_<n>p_rllib)")
+    run_dir: str | None = _f(None, "output directory (default: runs/<name>)")
+    seed: int = _f(0, "seed of everything (torch, numpy, envs, opponents)", low=0, high=MAX_SEED)
+    total_timesteps: int = _f(200_000, "env steps sampled in all (all runners together)", low=1)
+    reward_mode: str | None = _f(
+        None, "learner's reward (a reward mode of the game; null = its first)"
+    )
+    opponents: OpponentsConfig = _f(OpponentsConfig, "opponent pool and self-play")
+    checkpoint: CheckpointConfig = _f(CheckpointConfig, "periodic checkpoints")
+    evaluation: EvaluationConfig = _f(EvaluationConfig, "periodic evaluation")
+    logging: LoggingConfig = _f(LoggingConfig, "logs and progress")
+    rllib: RLlibSection = _f(RLlibSection, "Ray / RLlib settings")
+
+    # ----- derived --------------------------------------------------------------------
+    def make_game(self):
+        from derby_envs.registry import make_game
+
+        return make_game(self.game, **self.game_params)
+
+    @property
+    def num_players(self) -> int:
+        return self.make_game().num_players
+
+    @property
+    def run_name(self) -> str:
+        return self.name or f"{self.game}_{self.num_players}p_rllib"
+
+    @property
+    def run_path(self) -> Path:
+        return Path(self.run_dir) if self.run_dir else Path("runs") / self.run_name
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+#: keys a resumed run may not change (the network or the problem would change under it)
+FROZEN_ON_RESUME = (
+    "game", "game_params", "reward_mode", "rllib.hiddens", "rllib.activation",
+    "rllib.learner_seats",
+)  # fmt: skip
+
+
+def is_rllib_config(raw: Any) -> bool:
+    """Whether a parsed YAML mapping asks for the RLlib backend (``backend: rllib``)."""
+    return isinstance(raw, dict) and raw.get("backend") == "rllib"
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """A config file's top-level mapping (errors name the file)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"no such config file: {str(path)!r}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if raw is None:
+        raise ConfigError(f"{path}: the config file is empty; give at least 'backend' and 'game'")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top level")
+    return raw
+
+
+def load_rllib_config(path: str | Path, overrides: list[str] | None = None) -> RLlibTrainConfig:
+    """Read a ``backend: rllib`` YAML config, apply ``key.sub=value`` overrides, validate."""
+    raw = read_yaml(path)
+    apply_overrides(raw, overrides or [])
+    try:
+        return rllib_config_from_dict(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def rllib_config_from_dict(raw: dict[str, Any]) -> RLlibTrainConfig:
+    """Build and fully validate an RLlibTrainConfig (schema, then game-aware checks)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"expected a mapping of keys at the top level, got {raw!r}")
+    if raw.get("backend") != "rllib":
+        raise ConfigError(
+            f"config key 'backend': got {raw.get('backend')!r}, expected 'rllib' (configs "
+            "without a backend key train MaskablePPO: see docs/training.md)"
+        )
+    cfg = _build(RLlibTrainConfig, raw, "")
+    # The game-aware checks of the MaskablePPO configs, on the sections both share.
+    shared = TrainConfig(
+        game=cfg.game,
+        game_params=cfg.game_params,
+        name=cfg.name,
+        reward_mode=cfg.reward_mode,
+        opponents=cfg.opponents,
+        evaluation=cfg.evaluation,
+    )
+    _cross_check(shared)
+    n = cfg.num_players
+    r = cfg.rllib
+    if r.learner_seats is not None and r.learner_seats > n - 1:
+        raise ConfigError(
+            f"config key 'rllib.learner_seats': got {r.learner_seats}, expected null (every "
+            f"seat) or an integer in [1, {n - 1}] ({n} players: at least one seat for the pool)"
+        )
+    if r.learner_seats is None and cfg.opponents.self_play.enabled:
+        raise ConfigError(
+            "config key 'opponents.self_play.enabled': with rllib.learner_seats: null every "
+            "seat is the learner already; set learner_seats to a number to add snapshots"
+        )
+    if r.minibatch_size > r.train_batch_size:
+        raise ConfigError(
+            f"config key 'rllib.minibatch_size': got {r.minibatch_size}, expected at most "
+            f"rllib.train_batch_size = {r.train_batch_size}"
+        )
+    if r.address is not None and not r.address.strip():
+        raise ConfigError("config key 'rllib.address': expected null or a Ray address")
+    return cfg
