@@ -477,3 +477,18 @@ def test_resume_never_runs_a_payload_planted_in_the_run_dir(tmp_path, capsys):
     with pytest.raises(ConfigError, match="no intact checkpoint"):
         train(config_from_dict({**raw, "total_timesteps": 1024}), resume=True, progress=False)
     assert not marker.exists()
+
+
+def test_a_run_config_with_python_tags_is_refused_on_resume(tmp_path):
+    from training.train import load_run_config
+
+    marker = tmp_path / "PWNED"
+    (tmp_path / "config.yaml").write_text(
+        f"!!python/object/apply:builtins.exec [\"open({str(marker)!r}, 'w')\"]\n"
+    )
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_run_config(tmp_path)
+    (tmp_path / "config.yaml").write_text("")
+    with pytest.raises(ConfigError, match="not a training config"):
+        load_run_config(tmp_path)
+    assert not marker.exists()

@@ -390,8 +390,16 @@ def load_run_config(run_dir: Path) -> TrainConfig:
         raise ConfigError(
             f"cannot resume: {str(path)!r} is missing (not a training run directory?)"
         )
-    raw = yaml.safe_load(path.read_text())
-    return config_from_dict(raw)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot resume: {str(path)!r} is not valid YAML ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"cannot resume: {str(path)!r} is not a training config (empty?)")
+    try:
+        return config_from_dict(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"cannot resume: {str(path)!r}: {exc}") from None
 
 
 # ----- evaluation ---------------------------------------------------------------------------
