@@ -108,7 +108,12 @@ class Game(ABC):
         return check_choice("reward_mode", mode, self.reward_modes)
 
     def state_from_dict(self, data: Mapping[str, Any]) -> State:
-        """Restore a state saved by ``State.to_dict`` (checked against this game)."""
+        """Restore a state saved by ``State.to_dict`` (checked against this game).
+
+        Saved states may come from others: the RNG state and every field are validated at
+        load time (the engines' ``_load``), so a state either loads and plays on legally or
+        raises StateFormatError naming what is wrong; no other exception escapes.
+        """
         if not isinstance(data, Mapping):
             raise StateFormatError(f"expected a mapping, got {type(data).__name__}")
         if data.get("game") != self.name:

@@ -41,6 +41,14 @@ last_first          4      one-hot winner of the previous race
 last_second         4      one-hot second of the previous race (6+ players)
 ==================  =====  ==========================================================
 
+Places (rules text): the winner is the Ace furthest past the post after an equal number of
+cards, ties broken by further cards to the tied Aces only. With 6+ players (``second_place``),
+if only the winner has crossed, the other Aces race on for second; otherwise the furthest of
+the others past the post is second (a first-place tie-break loser included), with no more cards.
+
+At the end of the session the last race's bets stay in the state (settled); observations and
+the text view show no bet on the table then.
+
 Rewards: ``"win"`` (most chips at the end of the session wins; ties share) or ``"chips"``
 (chips won or lost since the start, paid after every race).
 """
