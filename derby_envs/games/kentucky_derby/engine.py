@@ -44,7 +44,8 @@ last_second         4      one-hot second of the previous race (6+ players)
 Places (rules text): the winner is the Ace furthest past the post after an equal number of
 cards, ties broken by further cards to the tied Aces only. With 6+ players (``second_place``),
 if only the winner has crossed, the other Aces race on for second; otherwise the furthest of
-the others past the post is second (a first-place tie-break loser included), with no more cards.
+the others past the post is second (a first-place tie-break loser included): no cards are
+dealt to the Aces behind, and a tie among those past the post is broken as for first.
 
 At the end of the session the last race's bets stay in the state (settled); observations and
 the text view show no bet on the table then.
