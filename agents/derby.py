@@ -356,10 +356,13 @@ class _DerbyBase:
             self._ct_thr, self._ct_prof, self.L, self.exchanges, deny_on, not mask[SKIP],
             bool(mask[DECLINE]),
         )  # fmt: skip
-        T = _phi_inplace(_table_args(pos, f, sd, R0, values, _NODES))
+        T = _table_args(pos, place, f, sd, R0, values, cards, need_all, need_elig, _NODES)
+        np.exp(T, out=T)  # _phi's steps: numpy's exp for the same bits
+        np.add(T, 1.0, out=T)
+        np.divide(1.0, T, out=T)
         z = np.empty(len(values) * len(cards) * H * H * len(_NODES))
         k = _z_args(pos, place, self.L, values, cards, T, need_all, need_elig, z)
-        phz = _phi_inplace(z[:k])
+        phz = np.exp(z[:k], out=z[:k])
         P = _place_probs(pos, place, self.L, values, cards, need_all, need_elig, phz, _WEIGHTS)
         if mask[SKIP]:
             gain_up, gain_down = _exchange_gains(P, own_thr, own_prof, up_thr, up_prof, W)
@@ -401,14 +404,8 @@ _FIELDS = (
     "num_up", "num_left", "num_bottom", "own_tickets", "stock_up", "opp_tickets", "stock_down",
 )  # fmt: skip
 _NO_TICKETS = np.zeros((0, H), np.int64)
-
-
-def _phi_inplace(x: np.ndarray) -> np.ndarray:
-    """``_phi(x)`` in x's memory: the same ufuncs, so the same bits."""
-    np.multiply(x, -1.702, out=x)
-    np.exp(x, out=x)
-    np.add(x, 1.0, out=x)
-    return np.divide(1.0, x, out=x)
+_Q = 7  # Gauss-Hermite nodes (the unrolled sums in _z_args assume 7)
+assert len(_NODES) == _Q
 
 
 @_njit
@@ -468,9 +465,11 @@ def _race_inputs(left, pile, card_moves_f):
 
 
 @_njit
-def _table_args(pos, f, sd, R0, values, nodes):
-    """``args[i, sh, h, g, sg, q] = (m_g - x_hq) / s_g`` of ``_outcomes`` for number value i,
-    h moving (sh) or not, g moving (sg) or not: the same operations, so the same bits."""
+def _table_args(pos, place, f, sd, R0, values, cards, need_all, need_elig, nodes):
+    """``-1.702 * args[i, sh, h, g, sg, q]``, ``args = (m_g - x_hq) / s_g`` of ``_outcomes`` for
+    number value i, h moving (sh) or not, g moving (sg) or not: the same operations, so the same
+    bits. Only entries some combination reads are filled (racing horses, states that occur, h
+    with a P(place <= t) to compute); the others are 0."""
     nv, Q = len(values), len(nodes)
     m = np.empty((nv, 2, 9))
     for i in range(nv):
@@ -479,15 +478,36 @@ def _table_args(pos, f, sd, R0, values, nodes):
             Rf = (R0 - v) * f[h]
             m[i, 0, h] = pos[h] + Rf
             m[i, 1, h] = (pos[h] + v) + Rf
-    args = np.empty((nv, 2, 9, 9, 2, Q))
+    occurs = np.zeros((9, 2), np.bool_)  # horse h moving (1) or not (0) on some card
+    reads = np.zeros((9, 2), np.bool_)  # ... and then some P(place(h) <= t) is needed
+    for h in range(9):
+        if place[h] > 0:
+            continue
+        always = False
+        for t in range(9):
+            always = always or need_all[h, t]
+        elig = False
+        for t in range(9):
+            elig = elig or need_elig[h, t]
+        for c in range(cards.shape[0]):
+            s = 1 if cards[c, h] > 0 else 0
+            occurs[h, s] = True
+            if always or (s == 0 and elig):
+                reads[h, s] = True
+    args = np.zeros((nv, 2, 9, 9, 2, Q))
     for i in range(nv):
         for sh in range(2):
             for h in range(9):
+                if not reads[h, sh]:
+                    continue
                 for q in range(Q):
                     x = m[i, sh, h] + sd[h] * nodes[q]
                     for g in range(9):
+                        if g == h:
+                            continue
                         for sg in range(2):
-                            args[i, sh, h, g, sg, q] = (m[i, sg, g] - x) / sd[g]
+                            if occurs[g, sg]:
+                                args[i, sh, h, g, sg, q] = -1.702 * ((m[i, sg, g] - x) / sd[g])
     return args
 
 
@@ -688,7 +708,7 @@ def _z_args(pos, place, L, values, cards, T, need_all, need_elig, z):
     """Fill ``z`` with the arguments of phi whose P(place <= t) some score reads, for every
     combination b = (values[b // nc], cards[b % nc]); returns how many. ``T[i, sh, h, g, sg,
     q]``: P(g beats h at node q) for value i, h moving (sh) or not, g moving (sg) or not."""
-    Q = T.shape[-1]
+    Q = _Q
     Tf = T.ravel()
     nc = cards.shape[0]
     mv = np.zeros(9, np.bool_)
@@ -720,34 +740,57 @@ def _z_args(pos, place, L, values, cards, T, need_all, need_elig, z):
                 continue
             base = ((2 * i + (1 if mv[h] else 0)) * 9 + h) * 18 * Q
             own = (2 * h + (1 if mv[h] else 0)) * Q
-            for q in range(Q):
-                mu[q] = 0.0
-                s2[q] = 0.0
-            for j in range(ns):  # the sums over g in numpy's order (in sequence)
+            # the sums over g in numpy's order (in sequence), 7 nodes in registers
+            m0 = m1 = m2 = m3 = m4 = m5 = m6 = 0.0
+            v0 = v1 = v2 = v3 = v4 = v5 = v6 = 0.0
+            for j in range(ns):
                 o = offs[j]
                 if o == own:
                     continue
                 o += base
-                for q in range(Q):
-                    p = Tf[o + q]
-                    mu[q] += p
-                    s2[q] += p * (1 - p)
-            for q in range(Q):
+                p = Tf[o]
+                m0 += p
+                v0 += p * (1 - p)
+                p = Tf[o + 1]
+                m1 += p
+                v1 += p * (1 - p)
+                p = Tf[o + 2]
+                m2 += p
+                v2 += p * (1 - p)
+                p = Tf[o + 3]
+                m3 += p
+                v3 += p * (1 - p)
+                p = Tf[o + 4]
+                m4 += p
+                v4 += p * (1 - p)
+                p = Tf[o + 5]
+                m5 += p
+                v5 += p * (1 - p)
+                p = Tf[o + 6]
+                m6 += p
+                v6 += p * (1 - p)
+            mu[0], mu[1], mu[2], mu[3], mu[4], mu[5], mu[6] = m0, m1, m2, m3, m4, m5, m6
+            s2[0], s2[1], s2[2], s2[3] = v0, v1, v2, v3
+            s2[4], s2[5], s2[6] = v4, v5, v6
+            for q in range(_Q):
                 s2[q] = np.sqrt(s2[q] + 0.08)
             for j in range(nt):
                 c = ts[j] + 1 - F - 0.5
-                for q in range(Q):
-                    z[k] = (c - mu[q]) / s2[q]
-                    k += 1
+                zk = z[k : k + _Q]
+                for q in range(_Q):
+                    zk[q] = -1.702 * ((c - mu[q]) / s2[q])  # _phi's first step
+                k += _Q
     return k
 
 
 @_njit
 def _place_probs(pos, place, L, values, cards, need_all, need_elig, phz, weights):
-    """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere), from phi of the z's."""
+    """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere); ``phz``: the exps of
+    _z_args' buffer (phi's exp step, left to numpy's exp for the same bits)."""
     nc = cards.shape[0]
     B = len(values) * nc
     P = np.empty((B, 9, 9))
+    ph = np.empty(_Q)
     mv = np.zeros(9, np.bool_)
     newplace = np.zeros(9, np.int64)
     k = 0
@@ -762,10 +805,12 @@ def _place_probs(pos, place, L, values, cards, need_all, need_elig, phz, weights
             el = ranks[h] == 0
             for t in range(9):
                 if need_all[h, t] or (el and need_elig[h, t]):
+                    for q in range(_Q):  # _phi's last steps (vectorised), then einsum's sum
+                        ph[q] = (1.0 / (1.0 + phz[k + q])) * weights[q]
+                    k += _Q
                     acc = 0.0
-                    for q in range(len(weights)):
-                        acc += phz[k] * weights[q]
-                        k += 1
+                    for q in range(_Q):
+                        acc += ph[q]
                     P[b, h, t] = acc
                 else:
                     P[b, h, t] = 0.0
