@@ -150,6 +150,25 @@ def test_second_place_plays_on_when_only_the_winner_has_crossed():
     assert race["payouts"] == [0, 0, 0, 0, 0, 1]  # ante back; nobody backed Hearts
 
 
+def test_tie_for_second_among_horses_past_the_post_is_broken_by_their_cards_only():
+    # 'steady' table (3/2/1). After three rounds Hearts is first alone (9); Diamonds and
+    # Spades are both past the post at 8: only they get further cards (Diamonds +2, Spades +3),
+    # Spades is second; Clubs (3) gets none.
+    game = KentuckyDerbyGame(num_players=6, max_stake=0, movement_table="steady")
+    state = game.new_initial_state(0)
+    pack = Pack()
+    rounds = [(H, D, S, H), (H, D, S, H), (H, H, C, H)]
+    dealt = [pack.take(suit) for rnd in rounds for suit in rnd]
+    dealt += [pack.take(H), pack.take(S)]  # tie-break for second: Diamonds 10, Spades 11
+    stack(state, pack, dealt)
+    bet(state, {0: (H, 0), 1: (D, 0), 2: (S, 0), 3: (S, 0), 4: (C, 0), 5: (C, 0)})
+    race = state.last_race
+    assert race["positions"] == [9, 10, 11, 3]
+    assert (race["first"], race["second"]) == (H, S)
+    assert [len(p) for p in race["piles"]] == [3, 4, 4, 3]
+    assert race["payouts"] == [4, 0, 1, 1, 0, 0]  # 6 - 2 refunded antes to the Hearts backer
+
+
 def test_no_second_place_with_five_players():
     game = KentuckyDerbyGame(num_players=5, max_stake=0)
     state = game.new_initial_state(0)
