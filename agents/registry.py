@@ -4,7 +4,8 @@ through the ``derby_envs.agents`` entry point of this distribution.
 Each game module (``agents/kentucky_derby.py``, ``agents/derby.py``,
 ``agents/demolition_derby.py``) defines ``POLICIES: dict[str, factory]``; a factory takes the
 ``Game`` object (validated parameters) and keyword options and returns a policy.
-Game-independent agents: ``random`` and ``search`` (determinized Monte Carlo).
+Game-independent agents: ``random``, ``search`` (determinized Monte Carlo) and ``ismcts``
+(information-set MCTS).
 """
 
 from __future__ import annotations
@@ -34,9 +35,15 @@ def _search_factory(game, **kwargs):
     return DeterminizedMCPolicy(game, **kwargs)
 
 
+def _ismcts_factory(game, **kwargs):
+    from agents.ismcts import ISMCTSPolicy, check_options
+
+    return ISMCTSPolicy(game, **check_options(kwargs))
+
+
 def policy_names(game_name: str) -> list[str]:
     """Every agent name usable for ``game_name``."""
-    return ["random", *sorted(_game_policies(game_name)), "search"]
+    return ["random", *sorted(_game_policies(game_name)), "search", "ismcts"]
 
 
 def make_policy(name: str, game: Any, **kwargs: Any):
@@ -51,6 +58,8 @@ def make_policy(name: str, game: Any, **kwargs: Any):
         return RandomPolicy()
     if name == "search":
         return _search_factory(game, **kwargs)
+    if name == "ismcts":
+        return _ismcts_factory(game, **kwargs)
     factories = _game_policies(game.name)
     if name not in factories:
         raise InvalidParameterError(

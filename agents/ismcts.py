@@ -1,0 +1,431 @@
+"""Information-set Monte Carlo tree search (ISMCTS): the suite's strongest generic search agent.
+
+After Cowling, Powley and Whitehouse, "Information Set Monte Carlo Tree Search" (IEEE TCIAIG
+2012). For each decision of player ``p`` the policy runs ``iterations`` simulations (or as many as
+``max_time`` seconds allow). Each simulation
+
+1. draws a fresh *determinization* ``state.resample_hidden(p, rng)``: a full state consistent
+   with everything ``p`` has seen (hidden cards, the other players' sealed choices, future chance
+   re-drawn). The real state is never read beyond what ``p`` may know: its legal actions, whose
+   move it is, and ``p``'s observation;
+2. descends a tree whose nodes are *information sets*. With ``keys="root"`` (the default,
+   Cowling's single-observer SO-ISMCTS) a node is identified by its parent, the player to move
+   and ``p``'s observation of the position: positions ``p`` cannot tell apart share a node,
+   whatever the determinization. With ``keys="mover"`` (the multiple-observer flavour that
+   OpenSpiel's ``ismcts.py`` uses) the mover's own observation in the determinization keys the
+   node, so opponents choose knowing their (sampled) private cards;
+3. selects at each node by UCT (``selection="uct"``) or PUCT (``"puct"``) with *availability
+   counts*: an action's exploration term counts the visits in which it was legal, not the
+   node's visits, since determinizations differ in what is legal;
+4. adds one node, plays out with ``rollout`` (``"random"``, or any policy of the suite by name,
+   e.g. ``"kd_value"``), optionally truncated after ``rollout_depth`` moves, and backs up every
+   player's value: each node's mover maximises its own value (max-n; n players).
+
+**Values.** The game's return under ``value_mode`` (default its first mode, ``"win"``), as the
+margin of a player over the mean of the other seats, divided by ``value_scale``. For zero-sum
+modes (``"win"``, Kentucky Derby's ``"chips"``) the margin is a rescaling of the return; for a
+dense mode such as Demolition Derby's ``"derbies"`` it makes the truncated-playout value
+zero-sum. A truncated playout is valued by the returns so far, so truncation only makes sense
+with a dense mode.
+
+**Simultaneous phases.** The engines sequentialise them: each choice is buffered in the state and
+hidden from the others until the last one is in. A hidden choice does not change the
+searching player's observation, so with ``keys="root"`` every mover of one simultaneous phase
+selects at a node that does not depend on the others' choices of that phase: this is decoupled
+UCT, each simultaneous mover with its own statistics. Choices the others made *before* ``p``
+was asked are part of the hidden state and re-drawn by ``resample_hidden`` (uniformly over
+their legal choices: the engines' model).
+
+**Priors.** ``prior`` names a policy of the suite (e.g. ``"derby_exchange"``) whose move gets
+probability ``prior_weight`` at every new node, the rest spread uniformly; PUCT uses it as its
+prior and UCT tries that move first.
+
+Budget: ``iterations`` (default per game, see ``DEFAULTS``) and/or ``max_time`` seconds per
+decision (checked between simulations; at least one simulation runs). With ``max_time`` unset
+the policy is reproducible: all its randomness comes from the ``rng`` it is given. A decision
+with one legal action is answered without search.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.game import Game, State
+from derby_envs.core.policy import choose
+
+#: per-game defaults (sized so a median decision takes <= 0.25 s on a loaded 2-core machine;
+#: see docs/search.md)
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "kentucky_derby": {"iterations": 200},
+    "derby": {"iterations": 100},
+    "demolition_derby": {"iterations": 100},
+}
+_GENERIC = {"iterations": 100}
+SELECTIONS = ("uct", "puct")
+KEYS = ("root", "mover")
+FINALS = ("visits", "value")
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` unchanged if every key is an option of :class:`ISMCTSPolicy`, else a named
+    InvalidParameterError listing the allowed ones."""
+    allowed = [
+        k for k in inspect.signature(ISMCTSPolicy.__init__).parameters if k not in ("self", "game")
+    ]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InvalidParameterError(
+            f"unknown ismcts option(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}"
+        )
+    return options
+
+
+class _Node:
+    """An information set in the tree: per-action statistics of the player to move."""
+
+    __slots__ = ("avail", "player", "prior", "value", "visits")
+
+    def __init__(self, player: int, num_actions: int, prior: np.ndarray | None) -> None:
+        self.player = player
+        self.visits = np.zeros(num_actions)
+        self.value = np.zeros(num_actions)  # summed values of the mover
+        self.avail = np.zeros(num_actions)  # simulations in which the action was legal
+        self.prior = prior
+
+
+def _check_int(name: str, value: Any, low: int, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        extra = " or None" if allow_none else ""
+        raise InvalidParameterError(
+            f"ismcts option {name!r}: got {value!r}, expected an integer >= {low}{extra}"
+        )
+    return int(value)
+
+
+def _check_number(name: str, value: Any, low: float, strict: bool, allow_none: bool) -> Any:
+    if value is None and allow_none:
+        return None
+    ok = not isinstance(value, bool) and isinstance(value, int | float | np.floating)
+    ok = ok and math.isfinite(value) and (value > low if strict else value >= low)
+    if not ok:
+        rel = ">" if strict else ">="
+        extra = " or None" if allow_none else ""
+        raise InvalidParameterError(
+            f"ismcts option {name!r}: got {value!r}, expected a finite number {rel} {low}{extra}"
+        )
+    return float(value)
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise InvalidParameterError(
+            f"ismcts option {name!r}: got {value!r}, expected one of {', '.join(choices)}"
+        )
+    return value
+
+
+def _resolve(spec: Any, game: Game, what: str) -> Any:
+    """A policy from a name or object; ``None``/``"random"`` mean the built-in random fast path."""
+    if spec is None or spec == "random":
+        return None
+    if isinstance(spec, str):
+        if spec in ("ismcts", "search"):
+            raise InvalidParameterError(
+                f"ismcts option {what!r}: {spec!r} is a search agent, far too slow inside a "
+                "search; use 'random' or a heuristic"
+            )
+        from agents.registry import make_policy  # late: the registry imports this module
+
+        return make_policy(spec, game)
+    if not hasattr(spec, "act") and not hasattr(spec, "act_state"):
+        raise InvalidParameterError(
+            f"ismcts option {what!r}: {spec!r} is neither a policy name nor a policy object"
+        )
+    return spec
+
+
+class ISMCTSPolicy:
+    """Information-set MCTS over ``resample_hidden`` (see the module docstring).
+
+    Args:
+        game: the Game.
+        iterations: simulations per decision (None: only ``max_time`` bounds the search).
+        max_time: optional wall-clock budget in seconds per decision.
+        c: exploration constant (UCT: ``c * sqrt(ln(avail) / visits)``; PUCT:
+            ``c * prior * sqrt(avail) / (1 + visits)``).
+        selection: ``"uct"`` or ``"puct"``.
+        rollout: playout policy: ``"random"`` or a policy name / object of the suite.
+        rollout_depth: moves per playout before it is cut and valued (None: to the end).
+        prior: optional policy name / object whose move is favoured at new nodes.
+        prior_weight: probability the prior's move gets (the rest is uniform), in (0, 1].
+        value_mode: reward mode valuing playouts (default: the game's first, ``"win"``).
+        value_scale: values are divided by it (e.g. the bankroll for chips).
+        keys: ``"root"`` (SO-ISMCTS) or ``"mover"`` (each mover's own observation).
+        final: the move played: most ``"visits"`` or best mean ``"value"`` at the root.
+    """
+
+    name = "ismcts"
+    needs_state = True
+
+    def __init__(
+        self,
+        game: Game,
+        iterations: int | None = -1,
+        max_time: float | None = None,
+        c: float = 0.7,
+        selection: str = "uct",
+        rollout: Any = "random",
+        rollout_depth: int | None = None,
+        prior: Any = None,
+        prior_weight: float = 0.5,
+        value_mode: str | None = None,
+        value_scale: float = 1.0,
+        keys: str = "root",
+        final: str = "visits",
+    ) -> None:
+        defaults = DEFAULTS.get(game.name, _GENERIC)
+        if isinstance(iterations, int) and not isinstance(iterations, bool) and iterations == -1:
+            iterations = defaults["iterations"]
+        self.iterations = _check_int("iterations", iterations, 1, allow_none=True)
+        self.max_time = _check_number("max_time", max_time, 0.0, True, True)
+        if self.iterations is None and self.max_time is None:
+            raise InvalidParameterError(
+                "ismcts options: give a budget: 'iterations' (an integer >= 1), 'max_time' "
+                "(seconds > 0), or both"
+            )
+        self.c = _check_number("c", c, 0.0, False, False)
+        self.selection = _check_choice("selection", selection, SELECTIONS)
+        self.rollout_depth = _check_int("rollout_depth", rollout_depth, 0, allow_none=True)
+        self.prior_weight = _check_number("prior_weight", prior_weight, 0.0, True, False)
+        if self.prior_weight > 1.0:
+            raise InvalidParameterError(
+                f"ismcts option 'prior_weight': got {prior_weight!r}, expected a number in (0, 1]"
+            )
+        self.value_scale = _check_number("value_scale", value_scale, 0.0, True, False)
+        self.keys = _check_choice("keys", keys, KEYS)
+        self.final = _check_choice("final", final, FINALS)
+        try:
+            self.value_mode = game.check_reward_mode(value_mode or game.reward_modes[0])
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"ismcts option 'value_mode': {exc}") from None
+        self.game = game
+        self.rollout = _resolve(rollout, game, "rollout")
+        self.prior = _resolve(prior, game, "prior")
+        self._n = game.num_players
+        self._num_actions = game.num_actions
+        #: simulations run by the last decision (for benchmarks and tests)
+        self.last_iterations = 0
+
+    # ----- the policy protocol ----------------------------------------------------------
+    def act(
+        self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
+    ) -> int:
+        raise TypeError(
+            "the ismcts policy needs the game state: call act_state(state, player, rng) "
+            "(the tournament and the Gymnasium view do so through derby_envs.core.policy.choose)"
+        )
+
+    def act_state(self, state: State, player: int, rng: np.random.Generator) -> int:
+        legal = state.legal_actions(player)
+        if not legal:
+            raise InvalidParameterError(f"ismcts: player {player} has no move in this state")
+        if len(legal) == 1:
+            self.last_iterations = 0
+            return int(legal[0])
+        table, root = self._search(state, player, rng, self.iterations, self.max_time)
+        return self._final_action(root, np.asarray(legal), rng)
+
+    def root_statistics(self, state: State, player: int, rng: np.random.Generator) -> dict:
+        """Run one search; the root's per-action visits and mean values, and the tree size."""
+        legal = state.legal_actions(player)
+        table, root = self._search(state, player, rng, self.iterations, self.max_time)
+        v = root.visits[legal]
+        return {
+            "actions": legal,
+            "visits": v.tolist(),
+            "values": (root.value[legal] / np.maximum(v, 1)).tolist(),
+            "nodes": len(table),
+            "iterations": self.last_iterations,
+        }
+
+    # ----- search -----------------------------------------------------------------------
+    def _search(
+        self,
+        state: State,
+        player: int,
+        rng: np.random.Generator,
+        iterations: int | None,
+        max_time: float | None,
+    ) -> tuple[dict, _Node]:
+        deadline = None if max_time is None else time.perf_counter() + max_time
+        # One table of information-set nodes per decision. The root's key is the searching
+        # player's own observation of the real state (the only view of it the search takes).
+        table: dict[tuple, _Node] = {}
+        root_key = (player, state.observation(player).tobytes(), 0)
+        root = table[root_key] = self._new_node(state.resample_hidden(player, rng), player, rng)
+        i = 0
+        while True:
+            self._simulate(state.resample_hidden(player, rng), table, player, rng)
+            i += 1
+            if iterations is not None and i >= iterations:
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        self.last_iterations = i
+        return table, root
+
+    def _simulate(self, s: State, table: dict, root_player: int, rng: np.random.Generator) -> None:
+        path: list[tuple[_Node, int]] = []
+        seen: dict[tuple, int] = {}  # keys met in this descent: repeated keys get a counter
+        by_root = self.keys == "root"
+        # While the root player has made a hidden choice in a simultaneous phase that other
+        # movers of the phase still have to answer, those movers' nodes are keyed by the root's
+        # view from *before* that choice (``frozen``): they cannot see it, so their statistics
+        # must not depend on it (decoupled selection). ``pending`` = who may still answer.
+        frozen: bytes | None = None
+        pending: set[int] = set()
+        before: set[int] = set()  # movers before the last action
+        prev_mover, last_view = -1, b""
+        while not s.is_terminal():
+            movers = s.current_players()
+            # the searching player acts first (the order inside a simultaneous phase does not
+            # matter: the choices are buffered until the last is in)
+            mover = root_player if not path and root_player in movers else movers[0]
+            legal = np.flatnonzero(s.legal_mask(mover))
+            if by_root:
+                view = s.observation(root_player).tobytes()
+                if frozen is not None and (
+                    (mover not in pending and mover != root_player)
+                    or not before.issuperset(movers)  # a new phase began
+                    or (view != last_view and prev_mover != root_player)  # something revealed
+                ):
+                    frozen, pending = None, set()
+            else:
+                view = s.observation(mover).tobytes() if legal.size > 1 else b""
+            if legal.size == 1:  # forced moves get no node: nothing to learn there
+                before, prev_mover, last_view = set(movers), mover, view
+                s.apply_action(mover, int(legal[0]))
+                continue
+            base = frozen if frozen is not None and mover != root_player else view
+            k = seen.get((mover, base), 0)
+            seen[(mover, base)] = k + 1
+            node = table.get((mover, base, k))
+            if node is None:  # expansion: one new node per simulation, then play out
+                table[(mover, base, k)] = self._new_node(s, mover, rng)
+                break
+            action = self._select(node, legal, rng)
+            path.append((node, action))
+            if by_root and mover == root_player and frozen is None and len(movers) > 1:
+                frozen, pending = view, set(movers) - {root_player}
+            before, prev_mover, last_view = set(movers), mover, view
+            s.apply_action(mover, action)
+        values = self._playout(s, rng)
+        for n, a in path:
+            n.visits[a] += 1.0
+            n.value[a] += values[n.player]
+
+    def _new_node(self, s: State, mover: int, rng: np.random.Generator) -> _Node:
+        prior = None
+        if self.prior is not None:
+            prior = np.zeros(self._num_actions)
+            legal = np.flatnonzero(s.legal_mask(mover))
+            # ``s`` is always a determinization (the root's too): the prior sees the mover's
+            # view of it, and a state-needing prior re-samples from there.
+            favourite = choose(self.prior, s, mover, rng)
+            prior[legal] = (1.0 - self.prior_weight) / legal.size
+            prior[favourite] += self.prior_weight
+        return _Node(mover, self._num_actions, prior)
+
+    def _select(self, node: _Node, legal: np.ndarray, rng: np.random.Generator) -> int:
+        node.avail[legal] += 1.0
+        visits = node.visits[legal]
+        if self.selection == "uct":
+            untried = legal[visits == 0]
+            if untried.size:
+                if node.prior is not None:  # the prior's favourite first, then at random
+                    p = node.prior[untried]
+                    untried = untried[p == p.max()]
+                return int(untried[rng.integers(untried.size)])
+            score = node.value[legal] / visits + self.c * np.sqrt(
+                np.log(node.avail[legal]) / visits
+            )
+        else:
+            prior = node.prior[legal] if node.prior is not None else np.full(legal.size, 1.0)
+            q = np.where(visits > 0, node.value[legal] / np.maximum(visits, 1.0), 0.0)
+            score = q + self.c * prior * np.sqrt(node.avail[legal]) / (1.0 + visits)
+        best = np.flatnonzero(score >= score.max() - 1e-12)
+        return int(legal[best[0] if best.size == 1 else best[rng.integers(best.size)]])
+
+    def _playout(self, s: State, rng: np.random.Generator) -> np.ndarray:
+        policy, depth = self.rollout, self.rollout_depth
+        steps = 0
+        while not s.is_terminal() and (depth is None or steps < depth):
+            mover = s.current_players()[0]
+            if policy is None:
+                legal = np.flatnonzero(s.legal_mask(mover))
+                a = int(legal[rng.integers(legal.size)]) if legal.size > 1 else int(legal[0])
+            else:
+                a = choose(policy, s, mover, rng)
+            s.apply_action(mover, a)
+            steps += 1
+        r = s.returns(self.value_mode)
+        n = self._n
+        # margin over the mean of the other seats: zero-sum for every reward mode
+        return (r - (r.sum() - r) / (n - 1)) / self.value_scale
+
+    def _final_action(self, root: _Node, legal: np.ndarray, rng: np.random.Generator) -> int:
+        visits = root.visits[legal]
+        means = np.where(visits > 0, root.value[legal] / np.maximum(visits, 1.0), -np.inf)
+        if self.final == "visits":  # most visits; ties by the better mean
+            top = visits == visits.max()
+            best = np.flatnonzero(top & (means >= means[top].max() - 1e-12))
+        else:
+            best = np.flatnonzero(means >= means.max() - 1e-12)
+        return int(legal[best[0] if best.size == 1 else best[rng.integers(best.size)]])
+
+
+def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name:key=value,key=value"`` -> ``(name, {key: value})`` (a plain name: no options).
+
+    Values are read as ``None``/``none``, ``true``/``false``, integers, floats, else strings:
+    ``"ismcts:iterations=400,rollout=kd_value,max_time=0.5"``.
+
+    Raises:
+        InvalidParameterError: an option without ``=`` or with an empty key.
+    """
+    name, sep, rest = spec.partition(":")
+    options: dict[str, Any] = {}
+    if not sep:
+        return name, options
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, raw = part.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise InvalidParameterError(
+                f"agent {spec!r}: option {part!r} is not of the form key=value "
+                "(write name:key=value,key=value)"
+            )
+        options[key] = _literal(raw.strip())
+    return name, options
+
+
+def _literal(raw: str) -> Any:
+    low = raw.lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
