@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from derby_envs.registry import available_games
+from training.bench import GENERIC_POLICIES, PLAYER_COUNTS, TRAINING_FIELDS
 from training.cli import main
 
 
@@ -23,6 +24,30 @@ def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):
     assert all(
         r["steps_per_s"] > 0 and r["ratio_to_connect_four"] > 0 for r in result["random_play"]
     )
-    trained = {(t["env"], t["n_envs"]) for t in result["ppo_training"]}
-    assert ("classic/connect_four_v3", 8) in trained
-    assert "| env | players |" in capsys.readouterr().out
+    # every game's own heuristics, at every player count, timed on recorded positions
+    from agents.registry import policy_names
+
+    timed = {(h["game"], h["players"], h["heuristic"]) for h in result["heuristics"]}
+    for game in available_games():
+        own = [p for p in policy_names(game) if p not in GENERIC_POLICIES]
+        assert len(own) >= 2
+        for n in PLAYER_COUNTS[game]:
+            assert {(game, n, p) for p in own} <= timed
+    for h in result["heuristics"]:
+        assert h["positions"] == 40
+        assert 0 < h["median_ms"] and 0 < h["mean_ms"] and h["first_call_ms"] > 0
+        assert abs(h["median_over_engine_step"] - h["median_ms"] / h["engine_step_ms"]) < 1e-9
+    # MaskablePPO against random seats and against each game's strongest heuristic
+    trained = {
+        (t["env"], t["players"], t["opponents"], t["n_envs"]) for t in result["ppo_training"]
+    }
+    assert ("classic/connect_four_v3", 2, "random", 8) in trained
+    for game, n, strongest in TRAINING_FIELDS:
+        assert {(game, n, "random", 8), (game, n, strongest, 8)} <= trained
+    for t in result["ppo_training"]:
+        assert t["steps_per_s"] > 0 and t["ratio_to_random"] > 0
+        if t["opponents"] == "random":
+            assert t["ratio_to_random"] == 1.0
+    printed = capsys.readouterr().out
+    assert "| env | players |" in printed and "| heuristic | game |" in printed
+    assert "| MaskablePPO on | players | opponents |" in printed

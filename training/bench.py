@@ -10,8 +10,14 @@ Everything is timed in one run on the same machine with the same random-legal-pl
   through ``pettingzoo.make``, same AEC loop;
 * each figure's ratio to connect_four-v3's AEC steps/s (the ratio is the robust number on a
   noisy machine: both sides are measured minutes apart in the same process);
-* MaskablePPO training env-steps/s per game at ``n_envs`` 1 and 8 (DummyVecEnv), with
-  connect_four-v3 (learner vs a random opponent) under the same settings as the reference.
+* per heuristic of every game and player count: the median and mean time of one decision
+  (the observation prebuilt) on 400 positions recorded from seeded random play, and its ratio
+  to that game's engine step time; the first call is reported apart (``first_call_ms``: e.g.
+  loading or compiling derby_exchange's numba kernels);
+* MaskablePPO training env-steps/s at ``n_envs`` 1 and 8 (DummyVecEnv): connect_four-v3
+  (learner vs a random opponent) as the reference, and for Derby 4p, Demolition Derby 2p and
+  4p and Kentucky Derby 5p against random seats and against a field of the game's strongest
+  heuristic (``ratio_to_random``: the second over the first, same run).
 
 Figures are medians of ``--repeats`` timed windows of ``--seconds`` each. ``--quick`` is a
 seconds-long smoke version (CI runs it).
@@ -35,6 +41,14 @@ import derby_envs
 from derby_envs.registry import GAMES, available_games, make_game
 
 PLAYER_COUNTS = {"derby": (3, 4, 5), "kentucky_derby": (3, 6, 10), "demolition_derby": (2, 4, 6)}
+GENERIC_POLICIES = ("random", "search", "ismcts")  # not the game's own heuristics
+# MaskablePPO against random seats and against a field of the game's strongest heuristic
+TRAINING_FIELDS = (
+    ("derby", 4, "derby_exchange"),
+    ("demolition_derby", 2, "dd_tactical"),
+    ("demolition_derby", 4, "dd_tactical"),
+    ("kentucky_derby", 5, "kd_value"),
+)
 REFERENCES = ("classic/connect_four_v3", "classic/leduc_holdem_v4")
 REFERENCE = "classic/connect_four_v3"
 
@@ -128,6 +142,60 @@ def gym_loop(env: gymnasium.Env) -> Callable[[float], tuple[int, int]]:
         return steps
 
     return _timed_games(play_one)
+
+
+def record_positions(game_name: str, num_players: int, count: int, seed: int = 0) -> list:
+    """``count`` (state, player, observation, mask) decision points (more than one legal
+    action) from seeded uniformly random games, each decision kept with probability 1/3 (so
+    they spread over whole games and over every kind of decision)."""
+    game = make_game(game_name, num_players=num_players)
+    rng = np.random.default_rng(seed)
+    positions: list = []
+    game_seed = seed
+    while len(positions) < count:
+        state = game.new_initial_state(game_seed)
+        game_seed += 1
+        while not state.is_terminal() and len(positions) < count:
+            p = state.current_players()[0]
+            mask = state.legal_mask(p)
+            if mask.sum() > 1 and rng.random() < 1 / 3:
+                positions.append((state.clone(), p, state.observation(p), mask))
+            state.apply_action(p, _random_legal(mask, rng))
+    return positions
+
+
+def heuristic_times(game_name: str, num_players: int, names: list[str], positions: list) -> list:
+    """Per heuristic: first-call, median and mean time (ms) of one decision over
+    ``positions`` (``act`` on the prebuilt observation; ``act_state`` for a policy that reads
+    the state)."""
+    from agents.registry import make_policy
+
+    game = make_game(game_name, num_players=num_players)
+    rows = []
+    for name in names:
+        policy = make_policy(name, game)
+        rng = np.random.default_rng(0)
+        on_state = getattr(policy, "needs_state", False)
+        times = []
+        for state, p, obs, mask in positions:
+            t0 = time.perf_counter()
+            if on_state:
+                policy.act_state(state, p, rng)
+            else:
+                policy.act(obs, mask, rng)
+            times.append(time.perf_counter() - t0)
+        rows.append(
+            {
+                "game": game_name,
+                "players": num_players,
+                "heuristic": name,
+                "positions": len(times) - 1,
+                "first_call_ms": times[0] * 1e3,  # loading / compiling, if the policy does
+                "median_ms": statistics.median(times[1:]) * 1e3,
+                "mean_ms": statistics.mean(times[1:]) * 1e3,
+            }
+        )
+    return rows
 
 
 class AECvsRandom(gymnasium.Env):
@@ -239,28 +307,77 @@ def run_bench(
     for r in rows:
         r["ratio_to_connect_four"] = r["steps_per_s"] / ref_rate
 
+    from agents.registry import policy_names
+
+    heuristics: list[dict[str, Any]] = []
+    count = 41 if quick else 401  # the first position is timed apart (first call)
+    for g in games:
+        names = [x for x in policy_names(g) if x not in GENERIC_POLICIES]
+        for n in PLAYER_COUNTS[g]:
+            step_ms = 1e3 / next(
+                r["steps_per_s"]
+                for r in rows
+                if r["kind"] == "engine" and r["env"] == g and r["players"] == n
+            )
+            for h in heuristic_times(g, n, names, record_positions(g, n, count)):
+                h["engine_step_ms"] = step_ms
+                h["median_over_engine_step"] = h["median_ms"] / step_ms
+                h["mean_over_engine_step"] = h["mean_ms"] / step_ms
+                heuristics.append(h)
+                progress(
+                    f"  policy  {g:<18} {h['heuristic']:<16} {n:>2}  median {h['median_ms']:.3f} ms"
+                    f"  mean {h['mean_ms']:.3f} ms  ({h['median_over_engine_step']:.0f}x a step;"
+                    f" first call {h['first_call_ms']:.0f} ms)"
+                )
+
     training: list[dict[str, Any]] = []
     if train:
         timesteps = 512 if quick else 8192
-        envs: list[tuple[str, int | None, Callable[[], gymnasium.Env]]] = [
-            (REFERENCE, 2, lambda: AECvsRandom(REFERENCE))
+        envs: list[tuple[str, int, str, Callable[[], gymnasium.Env]]] = [
+            (REFERENCE, 2, "random", lambda: AECvsRandom(REFERENCE))
         ]
-        train_players = {"derby": 4, "kentucky_derby": 5, "demolition_derby": 4}
-        for g in games:
-            n = train_players[g]
-            envs.append((g, n, lambda g=g, n=n: gymnasium.make(GAMES[g].gym_id, num_players=n)))
-        for name, n, fn in envs:
-            for n_envs in (1, 8):
+        for g, n, strongest in TRAINING_FIELDS:
+            if g not in games:
+                continue
+            for opp in ("random", strongest):
+                envs.append(
+                    (
+                        g,
+                        n,
+                        opp,
+                        lambda g=g, n=n, opp=opp: gymnasium.make(
+                            GAMES[g].gym_id, num_players=n, opponents=opp
+                        ),
+                    )
+                )
+        for name, n, opp, fn in envs:
+            for n_envs in (8,) if quick else (1, 8):
                 rate = statistics.median(
                     ppo_steps_per_s(fn, n_envs, timesteps) for _ in range(1 if quick else 3)
                 )
-                training.append({"env": name, "players": n, "n_envs": n_envs, "steps_per_s": rate})
-                progress(f"  ppo     {name:<26} {n:>2}  n_envs={n_envs}  {rate:>8,.0f} env-steps/s")
-        for n_envs in (1, 8):
-            ref = next(t for t in training if t["env"] == REFERENCE and t["n_envs"] == n_envs)
-            for t in training:
-                if t["n_envs"] == n_envs:
-                    t["ratio_to_connect_four"] = t["steps_per_s"] / ref["steps_per_s"]
+                training.append(
+                    {
+                        "env": name,
+                        "players": n,
+                        "opponents": opp,
+                        "n_envs": n_envs,
+                        "steps_per_s": rate,
+                    }
+                )
+                progress(
+                    f"  ppo     {name:<26} {n:>2}  n_envs={n_envs}  vs {opp:<14} "
+                    f"{rate:>8,.0f} env-steps/s"
+                )
+        for t in training:
+            ref = next(r for r in training if r["env"] == REFERENCE and r["n_envs"] == t["n_envs"])
+            t["ratio_to_connect_four"] = t["steps_per_s"] / ref["steps_per_s"]
+            rnd = next(
+                r
+                for r in training
+                if (r["env"], r["players"], r["n_envs"], r["opponents"])
+                == (t["env"], t["players"], t["n_envs"], "random")
+            )
+            t["ratio_to_random"] = t["steps_per_s"] / rnd["steps_per_s"]
     return {
         "version": derby_envs.__version__,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
@@ -269,6 +386,7 @@ def run_bench(
         "seconds": seconds,
         "quick": quick,
         "random_play": rows,
+        "heuristics": heuristics,
         "ppo_training": training,
     }
 
@@ -294,16 +412,31 @@ def markdown(result: dict[str, Any]) -> str:
             + (f"{gym['steps_per_s']:,.0f}" if gym else "–")
             + " |"
         )
+    if result.get("heuristics"):
+        lines += [
+            "",
+            "| heuristic | game | players | median ms | mean ms | median / engine step "
+            "| mean / engine step | first call ms |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for h in result["heuristics"]:
+            lines.append(
+                f"| {h['heuristic']} | {h['game']} | {h['players']} | {h['median_ms']:.3f} | "
+                f"{h['mean_ms']:.3f} | {h['median_over_engine_step']:.0f}x | "
+                f"{h['mean_over_engine_step']:.0f}x | {h['first_call_ms']:.0f} |"
+            )
     if result["ppo_training"]:
         lines += [
             "",
-            "| MaskablePPO on | players | n_envs | env-steps/s | / connect_four |",
-            "|---|---:|---:|---:|---:|",
+            "| MaskablePPO on | players | opponents | n_envs | env-steps/s | / connect_four "
+            "| / vs random |",
+            "|---|---:|---|---:|---:|---:|---:|",
         ]
         for t in result["ppo_training"]:
             lines.append(
-                f"| {t['env']} | {t['players']} | {t['n_envs']} | {t['steps_per_s']:,.0f} | "
-                f"{t['ratio_to_connect_four']:.2f}x |"
+                f"| {t['env']} | {t['players']} | {t['opponents']} | {t['n_envs']} | "
+                f"{t['steps_per_s']:,.0f} | {t['ratio_to_connect_four']:.2f}x | "
+                f"{t['ratio_to_random']:.2f}x |"
             )
     return "\n".join(lines)
 
