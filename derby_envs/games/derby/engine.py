@@ -1202,8 +1202,10 @@ class DerbyState(State):
         for q in range(n):
             if not 0 <= self.hidden[q] <= len(self.decks[q]):
                 raise ValueError(f"player {q}: hidden count out of range")
+            if not all(1 <= v <= g.max_number for v in self.decks[q]):
+                raise ValueError(f"player {q}: number deck {self.decks[q]} has a bad card")
             for v in [self.up[q], *self.decks[q]]:
-                if v:
+                if v:  # up 0: the face-up card is played this turn
                     if not 1 <= v <= g.max_number:
                         raise ValueError(f"player {q}: bad number card {v}")
                     self.num_left[q][v - 1] += 1
