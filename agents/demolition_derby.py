@@ -398,20 +398,51 @@ class _SimState(DemolitionDerbyState):
         is wasted (``DDTactical.action_values`` deals it when the simulation goes on)."""
 
     def _compute_strengths(self, derby: bool) -> list[int]:
-        """The engine's Strengths, skipping lineups in which no face-up card modifies any."""
+        """The engine's Strengths, lineup by lineup (a lineup's Strengths depend only on its
+        own cards), skipping the modifier pass where no face-up card modifies any."""
         ongoing, at_end, nonneg, _ = self._fast
         mod = at_end if derby else ongoing
-        cd = self.game.cards.card_design
+        cs = self.game.cards
+        designs = cs.designs
+        cd = cs.card_design
         fu = self.face_up
-        for lineup in self.lineups:
-            if any(fu[c] and cd[c] in mod for c in lineup):
-                return DemolitionDerbyState._compute_strengths(self, derby)
-        st = self.game.cards.card_strength[:]
-        if not nonneg:
-            for lineup in self.lineups:
-                for c in lineup:
-                    if st[c] < 0:
-                        st[c] = 0
+        st = cs.card_strength[:]
+        for q, lineup in enumerate(self.lineups):
+            if not any(fu[c] and cd[c] in mod for c in lineup):
+                if not nonneg:
+                    for c in lineup:
+                        if st[c] < 0:
+                            st[c] = 0
+                continue
+            # the engine's pass for one lineup (DemolitionDerbyState._compute_strengths)
+            base = {c: st[c] for c in lineup}
+            mods = dict.fromkeys(lineup, 0)
+            for s in lineup:
+                if not fu[s]:
+                    continue
+                d = designs[cd[s]]
+                if d.timing == "ongoing":
+                    for op in d.ops:
+                        if op.op != "modify_strength" or not self._cond_ok(op.cond, q, s):
+                            continue
+                        amt = op.amount
+                        if op.per is not None:
+                            amt *= sum(1 for c in lineup if self._match_static(op.per, c, q, s))
+                        if op.scope == "self":
+                            mods[s] += amt
+                        else:
+                            for c in lineup:
+                                if c != s or op.scope == "all_yours":
+                                    mods[c] += amt
+                elif derby and d.timing == "derby":
+                    for op in d.ops:
+                        if op.op == "set_strength" and self._cond_ok(op.cond, q, s):
+                            base[s] = op.value
+                        elif op.op == "add_strength" and self._cond_ok(op.cond, q, s):
+                            base[s] += op.value
+            for c in lineup:
+                v = base[c] + mods[c]
+                st[c] = v if v > 0 else 0
         return st
 
     def _compute_derby_scores(self) -> tuple[list[int], list[int]]:
