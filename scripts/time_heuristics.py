@@ -198,6 +198,50 @@ def time_pair(ref, new, pos, rounds: int, warm_new=None) -> dict:
     return out
 
 
+def time_in_play(game, ref, new, sessions: int) -> dict:
+    """Decision times in play (a learner-like random seat 0, the heuristic in the others),
+    over ``sessions`` seeded sessions: what a training run against a field of it sees. Both
+    implementations answer every decision (same rng seed); the new one's answer is played."""
+    rand = UniformRandomPolicy()
+    t_ref, t_new = [], []
+    for seed in range(sessions):
+        s = game.new_initial_state(seed)
+        rng = np.random.default_rng(seed)
+        while not s.is_terminal():
+            p = s.current_players()[0]
+            obs, mask = s.observation(p), s.legal_mask(p)
+            if p == 0:
+                a = int(rand.act(obs, mask, rng))
+            else:
+                r1, r2 = (
+                    np.random.default_rng(seed * 7919 + p),
+                    np.random.default_rng(seed * 7919 + p),
+                )
+                t = time.perf_counter()
+                want = ref.act(obs, mask, r1)
+                t_ref.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                a = new.act(obs, mask, r2)
+                t_new.append(time.perf_counter() - t)
+                if a != want or r1.bit_generator.state != r2.bit_generator.state:
+                    raise SystemExit(f"session {seed}: choice/rng differ: {a} vs {want}")
+            s.apply_action(p, a)
+    out = {
+        "reference": {
+            "median_us": 1e6 * statistics.median(t_ref),
+            "mean_us": 1e6 * statistics.mean(t_ref),
+        },
+        "new": {
+            "median_us": 1e6 * statistics.median(t_new),
+            "mean_us": 1e6 * statistics.mean(t_new),
+        },
+        "decisions": len(t_new),
+    }
+    out["ratio_median_new"] = out["reference"]["median_us"] / out["new"]["median_us"]
+    out["ratio_mean_new"] = out["reference"]["mean_us"] / out["new"]["mean_us"]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--positions", type=int, default=400)
@@ -215,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     pos = positions(g, args.positions)
     results["kd_value 5p"] = time_pair(
         RefKDValue(g), lambda: make_policy("kd_value", g), pos, args.rounds, warm_new=True
+    )
+    results["kd_value 5p in play"] = time_in_play(
+        g, RefKDValue(g), make_policy("kd_value", g), args.positions
     )
     for name, r in results.items():
         line = f"{name:18s} reference median {r['reference']['median_us']:8.1f} us mean "
