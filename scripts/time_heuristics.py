@@ -14,10 +14,14 @@ the positions (the median over ``rounds`` repetitions of each), and their ratios
 agent meeting the positions in play order (the cache fills as it goes, as in a session),
 ``new_warm`` the same agent on a second pass.
 
-Measured 2026-12-01 on the 2-core dev machine (400 positions, 3 rounds, load ~2):
-dd_tactical 2p 1538 -> 714 us median (x2.2), 1651 -> 755 us mean (x2.2); 4p 1567 -> 738 us
-median (x2.1), 1733 -> 808 us mean (x2.1); kd_value 5p 60 -> 24 us median cold (x2.5), 1.1 us
-warm (x54). Under heavy load (~6) the reference slows more than the new code (x3-5).
+Measured 2026-12-01 on the 2-core dev machine (400 positions, 3 rounds), same run each:
+
+* load ~2: dd_tactical 2p median 1538 -> 714 us (x2.2), mean 1651 -> 755 (x2.2); 4p median
+  1567 -> 738 us (x2.1), mean 1733 -> 808 (x2.1); kd_value 5p cold median 60 -> 24 us (x2.5),
+  warm 1.1 us (x54).
+* load ~7 (other jobs): dd_tactical 2p median 7612 -> 1074 us (x7.1), mean x2.5; 4p median
+  7289 -> 969 us (x7.5), mean x2.4 (the copy-per-action reference suffers most from the load);
+  kd_value 5p in play median 66 -> 1.7 us (x39), mean 297 -> 17 us (x17).
 """
 
 from __future__ import annotations
