@@ -11,6 +11,7 @@ Game-independent agents: ``random``, ``search`` (determinized Monte Carlo) and `
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -41,9 +42,20 @@ def _ismcts_factory(game, **kwargs):
     return ISMCTSPolicy(game, **check_options(kwargs))
 
 
+def _openspiel_ismcts_factory(game, **kwargs):
+    from derby_envs.core.openspiel import OpenSpielISMCTSPolicy
+
+    return OpenSpielISMCTSPolicy(game, **kwargs)
+
+
+def _has_openspiel() -> bool:
+    return importlib.util.find_spec("pyspiel") is not None
+
+
 def policy_names(game_name: str) -> list[str]:
     """Every agent name usable for ``game_name``."""
-    return ["random", *sorted(_game_policies(game_name)), "search", "ismcts"]
+    extra = ["openspiel_ismcts"] if _has_openspiel() else []
+    return ["random", *sorted(_game_policies(game_name)), "search", "ismcts", *extra]
 
 
 def make_policy(name: str, game: Any, **kwargs: Any):
@@ -60,6 +72,8 @@ def make_policy(name: str, game: Any, **kwargs: Any):
         return _search_factory(game, **kwargs)
     if name == "ismcts":
         return _ismcts_factory(game, **kwargs)
+    if name == "openspiel_ismcts" and _has_openspiel():
+        return _openspiel_ismcts_factory(game, **kwargs)
     factories = _game_policies(game.name)
     if name not in factories:
         raise InvalidParameterError(
