@@ -374,11 +374,14 @@ class DDTactical:
                 scores.append(give + 0.5)
             else:  # accept
                 scores.append(0.0)
-        noisy = np.array(scores) + rng.normal(0, q.noise, len(legal))
-        best = np.flatnonzero(noisy == noisy.max())
-        if best.size == 1:
-            return legal[int(best[0])]
-        return legal[int(best[rng.integers(best.size)])]
+        # scores + noise on Python floats: the same doubles as the array sum
+        noise = rng.normal(0, q.noise, len(legal)).tolist()
+        noisy = [x + z for x, z in zip(scores, noise, strict=True)]
+        top = max(noisy)
+        best = [i for i, x in enumerate(noisy) if x == top]
+        if len(best) == 1:
+            return legal[best[0]]
+        return legal[best[int(rng.integers(len(best)))]]
 
     @staticmethod
     def _pending(sim: DemolitionDerbyState, c: int) -> bool:
