@@ -105,6 +105,7 @@ class _DerbyBase:
             block = scale[sl[name]]  # a view: (threshold, profit) pairs
             block[0::2], block[1::2] = H, self.maxp
         self._scale = scale
+        self._buffers = (np.empty(0), np.empty(0))  # the fast path's phi arguments
 
     # ----- reading the observation -------------------------------------------------------
     def _read(self, obs: np.ndarray) -> dict:
@@ -360,9 +361,17 @@ class _DerbyBase:
         np.exp(T, out=T)  # _phi's steps: numpy's exp for the same bits
         np.add(T, 1.0, out=T)
         np.divide(1.0, T, out=T)
-        z = np.empty(len(values) * len(cards) * H * H * len(_NODES))
-        k = _z_args(pos, place, self.L, values, cards, T, need_all, need_elig, z)
-        phz = np.exp(z[:k], out=z[:k])
+        size = len(values) * len(cards) * H * H * len(_NODES)
+        if len(self._buffers[0]) < size:  # kept across decisions: fresh pages cost more
+            self._buffers = (np.empty(size), np.empty(size))
+        z, den = self._buffers
+        k = _z_args(pos, place, self.L, values, cards, T, need_all, need_elig, z, den)
+        phz = z[:k]  # phi((t - F - 0.5 - mu) / sig), as _outcomes computes it
+        np.divide(phz, den[:k], out=phz)
+        np.multiply(phz, -1.702, out=phz)
+        np.exp(phz, out=phz)
+        np.add(phz, 1.0, out=phz)
+        np.divide(1.0, phz, out=phz)
         P = _place_probs(pos, place, self.L, values, cards, need_all, need_elig, phz, _WEIGHTS)
         if mask[SKIP]:
             gain_up, gain_down = _exchange_gains(P, own_thr, own_prof, up_thr, up_prof, W)
@@ -704,9 +713,10 @@ def _prepare(iv, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof, L,
 
 
 @_njit
-def _z_args(pos, place, L, values, cards, T, need_all, need_elig, z):
-    """Fill ``z`` with the arguments of phi whose P(place <= t) some score reads, for every
-    combination b = (values[b // nc], cards[b % nc]); returns how many. ``T[i, sh, h, g, sg,
+def _z_args(pos, place, L, values, cards, T, need_all, need_elig, z, den):
+    """Fill ``z / den`` with the arguments of phi whose P(place <= t) some score reads (the
+    division is left to numpy's vectorised one, same bits), for every combination b =
+    (values[b // nc], cards[b % nc]); returns how many. ``T[i, sh, h, g, sg,
     q]``: P(g beats h at node q) for value i, h moving (sh) or not, g moving (sg) or not."""
     Q = _Q
     Tf = T.ravel()
@@ -776,21 +786,20 @@ def _z_args(pos, place, L, values, cards, T, need_all, need_elig, z):
                 s2[q] = np.sqrt(s2[q] + 0.08)
             for j in range(nt):
                 c = ts[j] + 1 - F - 0.5
-                zk = z[k : k + _Q]
                 for q in range(_Q):
-                    zk[q] = -1.702 * ((c - mu[q]) / s2[q])  # _phi's first step
+                    z[k + q] = c - mu[q]
+                    den[k + q] = s2[q]
                 k += _Q
     return k
 
 
 @_njit
 def _place_probs(pos, place, L, values, cards, need_all, need_elig, phz, weights):
-    """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere); ``phz``: the exps of
-    _z_args' buffer (phi's exp step, left to numpy's exp for the same bits)."""
+    """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere); ``phz``: phi of
+    _z_args' buffer."""
     nc = cards.shape[0]
     B = len(values) * nc
     P = np.empty((B, 9, 9))
-    ph = np.empty(_Q)
     mv = np.zeros(9, np.bool_)
     newplace = np.zeros(9, np.int64)
     k = 0
@@ -805,12 +814,10 @@ def _place_probs(pos, place, L, values, cards, need_all, need_elig, phz, weights
             el = ranks[h] == 0
             for t in range(9):
                 if need_all[h, t] or (el and need_elig[h, t]):
-                    for q in range(_Q):  # _phi's last steps (vectorised), then einsum's sum
-                        ph[q] = (1.0 / (1.0 + phz[k + q])) * weights[q]
-                    k += _Q
                     acc = 0.0
-                    for q in range(_Q):
-                        acc += ph[q]
+                    for q in range(_Q):  # einsum's order
+                        acc += phz[k + q] * weights[q]
+                    k += _Q
                     P[b, h, t] = acc
                 else:
                     P[b, h, t] = 0.0
