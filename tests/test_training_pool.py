@@ -110,3 +110,20 @@ def test_pool_file_is_written_atomically_and_checked(tmp_path):
     path.write_text(json.dumps({"format": 1, "snapshots": []}))
     with pytest.raises(ValueError, match="lacks 'next_snapshot_at'"):
         read_pool_file(path)
+
+
+def test_fixed_zip_members_resolve_like_the_config_checks_them(tmp_path, monkeypatch):
+    """A fixed member's relative .zip path is relative to the working directory (where the
+    config validation found it), not to the run directory; snapshots are the run's files."""
+    from pathlib import Path
+
+    from agents.ppo import PPOPolicy
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    game5 = make_game("kentucky_derby", num_players=5)
+    pool = OpponentPool(
+        game5, [{"agent": "agents/pretrained/kentucky_derby_5p.zip"}], root=tmp_path / "run"
+    )
+    label, policy = pool.draw(np.random.default_rng(0))
+    assert label == "kentucky_derby_5p" and isinstance(policy, PPOPolicy)
