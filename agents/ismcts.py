@@ -58,6 +58,7 @@ import numpy as np
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.game import Game, State
 from derby_envs.core.policy import choose
+from derby_envs.core.policy import parse_policy_spec as parse_agent_spec  # noqa: F401
 
 #: per-game defaults (sized so a median decision takes <= 0.25 s on a loaded 2-core machine;
 #: see docs/search.md)
@@ -390,42 +391,3 @@ class ISMCTSPolicy:
         else:
             best = np.flatnonzero(means >= means.max() - 1e-12)
         return int(legal[best[0] if best.size == 1 else best[rng.integers(best.size)]])
-
-
-def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"name:key=value,key=value"`` -> ``(name, {key: value})`` (a plain name: no options).
-
-    Values are read as ``None``/``none``, ``true``/``false``, integers, floats, else strings:
-    ``"ismcts:iterations=400,rollout=kd_value,max_time=0.5"``.
-
-    Raises:
-        InvalidParameterError: an option without ``=`` or with an empty key.
-    """
-    name, sep, rest = spec.partition(":")
-    options: dict[str, Any] = {}
-    if not sep:
-        return name, options
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, raw = part.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise InvalidParameterError(
-                f"agent {spec!r}: option {part!r} is not of the form key=value "
-                "(write name:key=value,key=value)"
-            )
-        options[key] = _literal(raw.strip())
-    return name, options
-
-
-def _literal(raw: str) -> Any:
-    low = raw.lower()
-    if low in ("none", "null"):
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    for kind in (int, float):
-        try:
-            return kind(raw)
-        except ValueError:
-            pass
-    return raw

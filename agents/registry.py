@@ -17,6 +17,7 @@ from typing import Any
 
 from agents.base import RandomPolicy
 from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.policy import parse_policy_spec
 from derby_envs.registry import GAMES, make_game
 
 _GAME_MODULES = {name: f"agents.{name}" for name in GAMES}
@@ -66,6 +67,9 @@ def make_policy(name: str, game: Any, **kwargs: Any):
     """
     if isinstance(game, str):
         game = make_game(game)
+    if ":" in name and name.partition(":")[0].isidentifier():  # "ismcts:iterations=50,..."
+        name, options = parse_policy_spec(name)
+        kwargs = {**options, **kwargs}
     if name == "random":
         return RandomPolicy()
     if name == "search":

@@ -283,6 +283,26 @@ def test_gymnasium_opponents_accept_it():
     assert opp.last_iterations in (0, 5)
 
 
+def test_options_in_the_name_everywhere():
+    """``name:key=value,...`` works in make_policy (CLI lineups), resolve_policy and the
+    Gymnasium view's ``opponents=``; explicit keywords win over the name's options."""
+    import gymnasium
+
+    import derby_envs  # noqa: F401  (registers the envs)
+
+    game = make_game("kentucky_derby", num_players=3)
+    p = make_policy("ismcts:iterations=9,rollout=kd_value,c=1.5", game)
+    assert (p.iterations, p.c, type(p.rollout).__name__) == (9, 1.5, "KDValue")
+    assert resolve_policy("ismcts:iterations=9", game, iterations=4).iterations == 4
+    with pytest.raises(InvalidParameterError, match="allowed: iterations"):
+        make_policy("ismcts:iteration=9", game)
+    env = gymnasium.make(
+        "derby_envs/KentuckyDerby-v0", num_players=3, opponents="ismcts:iterations=3"
+    )
+    env.reset(seed=0)
+    assert [o.iterations for o in env.unwrapped.opponents] == [3, 3]
+
+
 def test_parse_agent_spec():
     assert parse_agent_spec("kd_value") == ("kd_value", {})
     assert parse_agent_spec("ismcts:iterations=40,rollout=kd_value,max_time=0.5,c=1") == (

@@ -63,7 +63,13 @@ def available_policies(game_name: str) -> list[str]:
 
 
 def resolve_policy(spec: Any, game: Game, **kwargs: Any) -> Any:
-    """A policy object from a policy or a registered name (``kwargs`` go to its factory)."""
+    """A policy object from a policy or a registered name (``kwargs`` go to its factory).
+
+    A name may carry options: ``"ismcts:iterations=50,rollout=kd_value"`` (see
+    :func:`parse_policy_spec`); ``kwargs`` override them."""
+    if isinstance(spec, str) and spec.partition(":")[0].isidentifier() and ":" in spec:
+        spec, options = parse_policy_spec(spec)
+        kwargs = {**options, **kwargs}
     if not isinstance(spec, str):
         if not hasattr(spec, "act") and not hasattr(spec, "act_state"):
             raise InvalidParameterError(
@@ -78,3 +84,42 @@ def resolve_policy(spec: Any, game: Game, **kwargs: Any) -> Any:
     raise InvalidParameterError(
         f"unknown policy {spec!r} for {game.name}; available: {', '.join(available_policies(game.name))}"
     )
+
+
+def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name:key=value,key=value"`` -> ``(name, {key: value})`` (a plain name: no options).
+
+    Values are read as ``None``/``none``, ``true``/``false``, integers, floats, else strings:
+    ``"ismcts:iterations=400,rollout=kd_value,max_time=0.5"``.
+
+    Raises:
+        InvalidParameterError: an option without ``=`` or with an empty key.
+    """
+    name, sep, rest = spec.partition(":")
+    options: dict[str, Any] = {}
+    if not sep:
+        return name, options
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, raw = part.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise InvalidParameterError(
+                f"agent {spec!r}: option {part!r} is not of the form key=value "
+                "(write name:key=value,key=value)"
+            )
+        options[key] = _literal(raw.strip())
+    return name, options
+
+
+def _literal(raw: str) -> Any:
+    low = raw.lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
