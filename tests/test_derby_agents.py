@@ -36,6 +36,9 @@ def test_registry_lists_the_derby_agents():
 def test_heuristics_play_legal_games_quickly(n):
     g = DerbyGame(num_players=n)
     pols = [make_policy(HEURISTICS[q % 2], g) for q in range(n)]
+    s = g.new_initial_state(0)
+    for pol in pols[:2]:  # load (or, in a fresh checkout, compile) the numba kernels first
+        pol.act(s.observation(0), s.legal_mask(0), np.random.default_rng(0))
     t0 = time.perf_counter()
     decisions = 0
     for seed in range(2):

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from agents.registry import make_policy
+from derby_envs.core.errors import InvalidParameterError
 from derby_envs.games.derby.engine import DerbyGame
 
 TRACE = Path(__file__).parent / "data" / "derby_heuristic_trace.json.gz"
@@ -121,3 +122,31 @@ if __name__ == "__main__":
         json.dump(data, f, separators=(",", ":"))
     n = sum(len(g[HEURISTICS[0]]) for g in data["games"])
     print(f"wrote {TRACE} ({TRACE.stat().st_size:,} bytes, {n} decisions per heuristic)")
+
+
+@pytest.mark.parametrize("name", HEURISTICS)
+def test_compiled_path_gives_the_numpy_models_values_bit_for_bit(name):
+    """The numba path (the default where numba is installed) and the numpy model give every
+    action the same value, to the last bit, on one recorded game per player count."""
+    trace = _load()["games"]
+    checked = 0
+    for n in (3, 4, 5):
+        g = next(g for g in trace if g["players"] == n and g["mode"] == "heuristics")
+        game = DerbyGame(num_players=n)
+        fast, reference = (make_policy(name, game, fast=f) for f in (True, False))
+        assert fast.fast and not reference.fast
+        for _step, obs, mask in _positions(game, g["seed"], g["actions"]):
+            a, b = fast.action_values(obs, mask), reference.action_values(obs, mask)
+            assert np.array_equal(a, b), (n, _step, a, b)
+            checked += 1
+    assert checked > 300
+
+
+def test_fast_path_without_numba_is_a_clear_error(monkeypatch):
+    import agents.derby
+
+    game = DerbyGame(num_players=4)
+    monkeypatch.setattr(agents.derby, "numba", None)
+    with pytest.raises(InvalidParameterError, match="fast=True needs numba"):
+        agents.derby.DerbyExchange(game, fast=True)
+    assert not agents.derby.DerbyExchange(game).fast  # the numpy model, same choices
