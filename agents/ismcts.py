@@ -36,6 +36,12 @@ UCT, each simultaneous mover with its own statistics. Choices the others made *b
 was asked are part of the hidden state and re-drawn by ``resample_hidden`` (uniformly over
 their legal choices: the engines' model).
 
+**Opponent model.** ``opponents`` (a policy name or object, default none) makes every other
+player act by that policy, in the tree and in the playouts, instead of by its own tree
+statistics: the tree then holds only the searching player's information sets (a search
+against a known field, e.g. ``opponents="kd_value"``). It sees each opponent's view of the
+determinization, so it never uses what the searching player does not know either.
+
 **Priors.** ``prior`` names a policy of the suite (e.g. ``"derby_exchange"``) whose move gets
 probability ``prior_weight`` at every new node, the rest spread uniformly; PUCT uses it as its
 prior and UCT tries that move first.
@@ -153,6 +159,17 @@ def _resolve(spec: Any, game: Game, what: str) -> Any:
     return spec
 
 
+class _Random:
+    """Uniformly random legal moves (an explicit ``opponents="random"``)."""
+
+    needs_state = False
+    uses_observation = False
+
+    def act(self, observation: Any, action_mask: np.ndarray, rng: np.random.Generator) -> int:
+        legal = np.flatnonzero(action_mask)
+        return int(legal[rng.integers(legal.size)])
+
+
 class ISMCTSPolicy:
     """Information-set MCTS over ``resample_hidden`` (see the module docstring).
 
@@ -166,6 +183,7 @@ class ISMCTSPolicy:
         rollout: playout policy: ``"random"`` or a policy name / object of the suite.
         rollout_depth: moves per playout before it is cut and valued (None: to the end).
         prior: optional policy name / object whose move is favoured at new nodes.
+        opponents: optional policy name / object that plays every other player.
         prior_weight: probability the prior's move gets (the rest is uniform), in (0, 1].
         value_mode: reward mode valuing playouts (default: the game's first, ``"win"``).
         value_scale: values are divided by it (e.g. the bankroll for chips).
@@ -186,6 +204,7 @@ class ISMCTSPolicy:
         rollout: Any = "random",
         rollout_depth: int | None = None,
         prior: Any = None,
+        opponents: Any = None,
         prior_weight: float = 0.5,
         value_mode: str | None = None,
         value_scale: float = 1.0,
@@ -220,6 +239,9 @@ class ISMCTSPolicy:
         self.game = game
         self.rollout = _resolve(rollout, game, "rollout")
         self.prior = _resolve(prior, game, "prior")
+        self.opponents = None if opponents is None else _resolve(opponents, game, "opponents")
+        if opponents == "random":
+            self.opponents = _Random()
         self._n = game.num_players
         self._num_actions = game.num_actions
         #: simulations run by the last decision (for benchmarks and tests)
@@ -300,6 +322,9 @@ class ISMCTSPolicy:
             # the searching player acts first (the order inside a simultaneous phase does not
             # matter: the choices are buffered until the last is in)
             mover = root_player if not path and root_player in movers else movers[0]
+            if self.opponents is not None and mover != root_player:  # the field's own policy
+                s.apply_action(mover, choose(self.opponents, s, mover, rng))
+                continue
             legal = np.flatnonzero(s.legal_mask(mover))
             if by_root:
                 view = s.observation(root_player).tobytes()
@@ -328,7 +353,7 @@ class ISMCTSPolicy:
                 frozen, pending = view, set(movers) - {root_player}
             before, prev_mover, last_view = set(movers), mover, view
             s.apply_action(mover, action)
-        values = self._playout(s, rng)
+        values = self._playout(s, root_player, rng)
         for n, a in path:
             n.visits[a] += 1.0
             n.value[a] += values[n.player]
@@ -365,12 +390,14 @@ class ISMCTSPolicy:
         best = np.flatnonzero(score >= score.max() - 1e-12)
         return int(legal[best[0] if best.size == 1 else best[rng.integers(best.size)]])
 
-    def _playout(self, s: State, rng: np.random.Generator) -> np.ndarray:
+    def _playout(self, s: State, root_player: int, rng: np.random.Generator) -> np.ndarray:
         policy, depth = self.rollout, self.rollout_depth
         steps = 0
         while not s.is_terminal() and (depth is None or steps < depth):
             mover = s.current_players()[0]
-            if policy is None:
+            if self.opponents is not None and mover != root_player:
+                a = choose(self.opponents, s, mover, rng)
+            elif policy is None:
                 legal = np.flatnonzero(s.legal_mask(mover))
                 a = int(legal[rng.integers(legal.size)]) if legal.size > 1 else int(legal[0])
             else:

@@ -210,6 +210,22 @@ def test_simultaneous_opponents_do_not_see_the_root_choice():
         assert table[(q, state.observation(q).tobytes(), 0)].visits.sum() > 100
 
 
+def test_opponent_model_keeps_only_the_searchers_nodes():
+    game = make_game("kentucky_derby", num_players=4)
+    state = game.new_initial_state(seed=1)
+    p = state.current_players()[0]
+    policy = ISMCTSPolicy(game, iterations=60, opponents="kd_value", rollout="kd_value")
+    table, root = policy._search(state, p, np.random.default_rng(0), 60, None)
+    assert {node.player for node in table.values()} == {p}
+    assert root.visits.sum() == 60
+    assert state.is_legal(p, policy.act_state(state, p, np.random.default_rng(0)))
+    # without a model the other bettors get nodes of their own
+    table, _ = ISMCTSPolicy(game, iterations=60)._search(
+        state, p, np.random.default_rng(0), 60, None
+    )
+    assert {node.player for node in table.values()} - {p}
+
+
 def test_time_budget():
     game = make_game("demolition_derby", num_players=2)
     policy = make_policy("ismcts", game, iterations=None, max_time=0.2)
@@ -246,6 +262,7 @@ def test_time_budget():
         ({"rollout": "ismcts"}, "search agent"),
         ({"rollout": "no_such_agent"}, "no_such_agent"),
         ({"rollout": 3}, "neither a policy name nor a policy object"),
+        ({"opponents": "search"}, "search agent"),
         ({"iteration": 10}, "allowed: iterations"),
     ],
 )
