@@ -121,3 +121,30 @@ def test_watch_into_a_closed_pipe_ends_quietly_and_still_saves(tmp_path):
     assert proc.wait(timeout=60) == 0
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert load_replay(record).complete
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_cli_watch_saves_its_record_on_sigterm_and_sighup(signame, tmp_path):
+    """``watch --record`` loses nothing to ``kill PID`` or a closed terminal: the game so far is
+    saved as a replay that verifies, and the exit status is 128 + the signal number."""
+    import signal
+
+    record = tmp_path / "partial.json"
+    child = subprocess.Popen(
+        [
+            sys.executable, "-m", "training.cli", "watch", "derby", "--players", "3",
+            "--seed", "4", "--delay", "0.05", "--quiet", "--record", str(record),
+        ],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    first = child.stdout.readline()  # the heading: the game is under way
+    while "move 3:" not in child.stdout.readline():
+        pass
+    sig = getattr(signal, signame)
+    child.send_signal(sig)
+    out, err = child.communicate(timeout=60)
+    assert first and child.returncode == 128 + sig, err
+    assert f"Interrupted by {signame}" in out and "Traceback" not in err
+    replay = load_replay(record)
+    assert not replay.complete and len(replay) >= 3

@@ -185,7 +185,7 @@ class Signalled(KeyboardInterrupt):
         self.signum = signum
 
 
-def _signals_as_interrupts() -> dict[int, Any]:
+def signals_as_interrupts() -> dict[int, Any]:
     """Turn SIGTERM and SIGHUP into :class:`Signalled` for the game's duration; returns the
     previous handlers (nothing outside the main thread, where Python cannot set them)."""
     if threading.current_thread() is not threading.main_thread():
@@ -200,6 +200,18 @@ def _signals_as_interrupts() -> dict[int, Any]:
         if sig is not None:
             previous[sig] = signal.signal(sig, handler)
     return previous
+
+
+def save_unsignalled(previous: dict[int, Any], recorder: Any, path: str | None) -> Any:
+    """``recorder.save(path)`` (None without a recorder or path) with SIGTERM/SIGHUP ignored
+    meanwhile, then the handlers from before :func:`signals_as_interrupts` restored."""
+    for sig in previous:
+        signal.signal(sig, signal.SIG_IGN)
+    try:
+        return recorder.save(path) if recorder is not None and path else None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def new_seed() -> int:
@@ -454,7 +466,7 @@ class PlaySession:
         )
         self.say("Type ? at the prompt for help, q to quit.")
         status, finished = 0, False
-        previous = _signals_as_interrupts()
+        previous = signals_as_interrupts()
         path = None
         try:
             try:
@@ -489,13 +501,7 @@ class PlaySession:
         finally:
             # Save whatever ended the game (even an unexpected error), with further SIGTERM /
             # SIGHUP held off: a closed terminal or a second signal must not cost the record.
-            for sig in previous:
-                signal.signal(sig, signal.SIG_IGN)
-            try:
-                path = recorder.save(self.record_path) if recorder is not None else None
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
+            path = save_unsignalled(previous, recorder, self.record_path)
         try:
             self._summary(state, finished, path)
         except OSError:  # the terminal is gone (SIGHUP): the record is already saved

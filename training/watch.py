@@ -13,6 +13,7 @@ the picture of the table in a window where a display exists.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -25,12 +26,15 @@ from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import choose
 from training.play import (
     Output,
+    Signalled,
     default_agents,
     fill_lineup,
     load_agents,
     new_seed,
     play_move,
     player_label,
+    save_unsignalled,
+    signals_as_interrupts,
     summary_lines,
 )
 
@@ -103,6 +107,7 @@ def run_watch(
     if viewer is not None:
         _show(viewer, game, state)
     moves, status = 0, 0
+    previous = signals_as_interrupts()  # SIGTERM / SIGHUP end the game like Ctrl-C
     try:
         while not state.is_terminal():
             p = state.current_players()[0]
@@ -125,17 +130,21 @@ def run_watch(
                 say()
             say(pal(line, "bold", "cyan"))
             say(pal.board(state.render_text(view), game.name, view))
+    except Signalled as exc:
+        say(f"\nInterrupted by {signal.Signals(exc.signum).name}.")
+        status = 128 + exc.signum
     except KeyboardInterrupt:
         say("\nInterrupted.")
         status = 130
+    finally:
+        path = save_unsignalled(previous, recorder, record)  # a second signal cannot cost it
     finished = state.is_terminal()
     say()
     if quiet and finished:
         say(pal.board(state.render_text(view), game.name, view))
     for line in summary_lines(state, lineup, None, finished, moves):
         say(line)
-    if record:
-        path = recorder.save(record)
+    if path is not None:
         say(f"Saved replay to {path} (derby-envs replay {path}).")
     if gif:
         replay = verify_replay(recorder.data)
