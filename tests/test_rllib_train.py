@@ -180,3 +180,12 @@ def test_short_run_saves_resumes_exports_and_evaluates(game, tmp_path, local_ray
     assert cli_main([*args, "--lineup", str(exported), "random"]) == 0
     table = capsys.readouterr().out
     assert "final.zip" in table and "exported.zip" in table
+
+
+def test_scale_doc_has_the_current_config_reference():
+    from pathlib import Path
+
+    from training.rllib_config import describe
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "scale.md").read_text()
+    assert text.split("<!-- rllib-config-table -->\n", 1)[1].strip() == describe().strip()

@@ -49,13 +49,24 @@ class RLlibSection:
         "Ray cluster to join (e.g. 'auto' or 'ray://host:10001'); null = $RAY_ADDRESS if set, "
         "else a local Ray started on this machine",
     )
+    runtime_env: dict[str, Any] = _f(
+        dict,
+        "Ray runtime_env for a cluster's workers, e.g. {pip: ['derby-envs[train]']} or "
+        "{working_dir: .} ({} = the suite is installed on every node)",
+    )
     num_cpus: int | None = _f(
         None, "CPUs of the local Ray (null = all of this machine; ignored on a cluster)", low=1
     )
     num_env_runners: int = _f(
         1, "sampling actors (0 = sample in the driver process)", low=0, high=4096
     )
-    num_envs_per_env_runner: int = _f(1, "envs stepped together by each runner", low=1, high=256)
+    num_envs_per_env_runner: int = _f(
+        4,
+        "envs stepped together by each runner (one batched forward pass for all: RLlib's "
+        "per-step overhead is shared)",
+        low=1,
+        high=256,
+    )
     num_cpus_per_env_runner: float = _f(1.0, "CPUs Ray reserves per runner", low=0.0, high=64.0)
     num_learners: int = _f(
         0, "learner actors (0 = learn in the driver; >1 = data-parallel learners)", low=0
@@ -202,4 +213,44 @@ def rllib_config_from_dict(raw: dict[str, Any]) -> RLlibTrainConfig:
         )
     if r.address is not None and not r.address.strip():
         raise ConfigError("config key 'rllib.address': expected null or a Ray address")
+    known = {"pip", "uv", "conda", "working_dir", "py_modules", "env_vars", "excludes", "config"}
+    unknown = sorted(set(r.runtime_env) - known)
+    if unknown:
+        raise ConfigError(
+            f"config key 'rllib.runtime_env.{unknown[0]}': unknown runtime_env field; known: "
+            + ", ".join(sorted(known))
+        )
     return cfg
+
+
+def describe() -> str:
+    """The ``backend: rllib`` schema as a Markdown table (key, default, allowed, meaning):
+    the reference in docs/scale.md."""
+    import typing
+
+    from training.config import _describe_type
+
+    rows = ["| key | default | allowed | meaning |", "|---|---|---|---|"]
+
+    def walk(cls: type, prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            if dataclasses.is_dataclass(tp):
+                walk(tp, prefix + f.name + ".")
+                continue
+            if f.default is not dataclasses.MISSING:
+                default = f.default
+            else:
+                default = f.default_factory()
+                if isinstance(default, list) and default and dataclasses.is_dataclass(default[0]):
+                    default = [dataclasses.asdict(d) for d in default]
+            shown = "null" if default is None else yaml.safe_dump(default, default_flow_style=True)
+            shown = shown.strip().removesuffix("...").strip()
+            rows.append(
+                f"| `{prefix}{f.name}` | `{shown}` | {_describe_type(tp, f.metadata)} "
+                f"| {f.metadata.get('doc', '')} |"
+            )
+
+    walk(RLlibTrainConfig, "")
+    return "\n".join(rows)

@@ -135,7 +135,7 @@ def start_ray(cfg: RLlibTrainConfig, address: str | None = None) -> str:
         return "the Ray instance of this process"
     address = address or cfg.rllib.address or os.environ.get("RAY_ADDRESS") or None
     if address:
-        ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, runtime_env=cfg.rllib.runtime_env or None, log_to_driver=False)
         return f"the Ray cluster at {address}"
     ray.init(num_cpus=cfg.rllib.num_cpus, include_dashboard=False, log_to_driver=False)
     return "a local Ray"

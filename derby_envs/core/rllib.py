@@ -441,7 +441,11 @@ def ppo_config(
     return (
         PPOConfig()
         .environment(DerbyMultiAgentEnv, env_config=env_config)
-        .env_runners(num_env_runners=num_env_runners)
+        # episodes_to_numpy=False: RLlib 2.60's MultiAgentEnvRunner._sample numpy-izes every
+        # episode finished so far in the call again after *every* env step, quadratic in the
+        # episodes per batch (hundreds for these short games): 2-3x the sampling time measured
+        # here. The learner's connectors take the list-based episodes as they are.
+        .env_runners(num_env_runners=num_env_runners, episodes_to_numpy=False)
         .multi_agent(policies={SHARED_POLICY}, policy_mapping_fn=shared_policy)
         .rl_module(
             rl_module_spec=MultiRLModuleSpec(rl_module_specs={SHARED_POLICY: module_spec(hiddens)})

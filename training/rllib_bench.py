@@ -1,0 +1,177 @@
+"""Throughput of the RLlib backend against the MaskablePPO trainer, measured in one run.
+
+``python -m training.rllib_bench [--quick] [--repeats 3] [--json runs/rllib_bench.json]``
+
+For each case (a game, a field of opponents in every seat but the learner's) it measures, in
+env steps per second (one env step = one learner decision with the field's moves in between,
+what both trainers count):
+
+* ``env``: the bare :class:`DerbyMultiAgentEnv` loop in this process with random legal learner
+  actions (the ceiling of one sampling process),
+* ``rllib_1`` / ``rllib_2``: ``algo.train()`` of multi-agent PPO with 1 and 2 env runners
+  (whole iterations: sampling, weight sync, learner update),
+* ``sb3``: MaskablePPO ``learn()`` on the Gymnasium view with the same field, batch and epochs,
+
+and where RLlib's iteration time goes (sampling vs learner update). Every figure is the median
+of ``--repeats`` timed windows; ratios are to ``rllib_1`` of the same case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CASES = [  # (game, players, field): random seats and the strongest heuristic of each game
+    ("kentucky_derby", 5, "random"),
+    ("kentucky_derby", 5, "kd_value"),
+    ("derby", 4, "random"),
+    ("derby", 4, "derby_exchange"),
+    ("demolition_derby", 4, "random"),
+    ("demolition_derby", 4, "dd_tactical"),
+]
+
+
+def env_rate(game: str, n: int, field: str, seconds: float) -> float:
+    from derby_envs.core.rllib import DerbyMultiAgentEnv
+
+    env = DerbyMultiAgentEnv({"game": game, "num_players": n, "opponents": field})
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=0)
+    steps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        actions = {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()}
+        obs, _, terms, truncs, _ = env.step(actions)
+        steps += 1
+        if terms["__all__"] or truncs["__all__"]:
+            obs, _ = env.reset()
+    return steps / (time.perf_counter() - t0)
+
+
+def rllib_rates(
+    game: str, n: int, field: str, runners: int, envs: int, batch: int, repeats: int
+) -> dict[str, float]:
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    from derby_envs.core.rllib import ppo_config
+
+    config = ppo_config(game, num_players=n, opponents=field, hiddens=(64, 64))
+    config.env_runners(
+        num_env_runners=runners, num_envs_per_env_runner=envs, num_cpus_per_env_runner=1
+    )
+    config.training(train_batch_size_per_learner=batch, minibatch_size=batch, num_epochs=1)
+    config.debugging(seed=0, log_level="ERROR")
+    algo = config.build_algo()
+    try:
+        algo.train()  # warm-up: actors started, first episodes under way
+        rates, sample_share = [], []
+        last = None
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            result = algo.train()
+            dt = time.perf_counter() - t0
+            steps = int(result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
+            if last is not None:
+                rates.append((steps - last) / dt)
+            else:
+                rates.append(batch / dt)
+            last = steps
+            timers = result.get("timers", {})
+            sample = timers.get("env_runner_sampling_timer")
+            learn = timers.get("learner_update_timer")
+            if sample is not None and learn is not None:
+                sample_share.append(sample / max(sample + learn, 1e-9))
+        return {
+            "steps_per_s": statistics.median(rates),
+            "sampling_share": statistics.median(sample_share) if sample_share else float("nan"),
+        }
+    finally:
+        algo.stop()
+
+
+def sb3_rate(game: str, n: int, field: str, envs: int, batch: int, repeats: int) -> float:
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from training.train import env_class
+
+    torch.set_num_threads(1)
+    cls = env_class(game)
+    env = DummyVecEnv([lambda: cls(num_players=n, opponents=field) for _ in range(envs)])
+    model = MaskablePPO(
+        "MlpPolicy",
+        env,
+        n_steps=batch // envs,
+        batch_size=batch,
+        n_epochs=1,
+        policy_kwargs={"net_arch": [64, 64]},
+        seed=0,
+        device="cpu",
+    )
+    model.learn(batch)  # warm-up
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        model.learn(batch, reset_num_timesteps=False)
+        rates.append(batch / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="training.rllib_bench", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="one case, small batches (smoke run)")
+    p.add_argument("--repeats", type=int, default=3, help="timed iterations per figure (median)")
+    p.add_argument("--batch", type=int, default=2048, help="env steps per training iteration")
+    p.add_argument("--envs", type=int, default=4, help="envs per RLlib env runner")
+    p.add_argument("--cases", nargs="*", default=None, metavar="GAME:FIELD")
+    p.add_argument("--json", default="runs/rllib_bench.json", help="where to write the figures")
+    args = p.parse_args(argv)
+    import ray
+    import torch
+
+    torch.set_num_threads(1)
+    cases = CASES[:1] if args.quick else CASES
+    if args.cases:
+        wanted = {tuple(c.split(":")) for c in args.cases}
+        cases = [c for c in CASES if (c[0], c[2]) in wanted]
+    batch = 256 if args.quick else args.batch
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    rows: list[dict[str, Any]] = []
+    try:
+        for game, n, field in cases:
+            row: dict[str, Any] = {"game": game, "players": n, "field": field}
+            row["env"] = env_rate(game, n, field, 1.0 if args.quick else 3.0)
+            for runners in (1, 2):
+                r = rllib_rates(game, n, field, runners, args.envs, batch, args.repeats)
+                row[f"rllib_{runners}"] = r["steps_per_s"]
+                row[f"rllib_{runners}_sampling_share"] = r["sampling_share"]
+            row["sb3"] = sb3_rate(game, n, field, args.envs, batch, args.repeats)
+            row["rllib_2_over_1"] = row["rllib_2"] / row["rllib_1"]
+            row["sb3_over_rllib_1"] = row["sb3"] / row["rllib_1"]
+            rows.append(row)
+            print(
+                f"{game} {n}p vs {field}: env {row['env']:.0f}/s | RLlib 1 runner "
+                f"{row['rllib_1']:.0f}/s (sampling {row['rllib_1_sampling_share']:.0%}), "
+                f"2 runners {row['rllib_2']:.0f}/s ({row['rllib_2_over_1']:.2f}x, sampling "
+                f"{row['rllib_2_sampling_share']:.0%}) | sb3 {row['sb3']:.0f}/s "
+                f"({row['sb3_over_rllib_1']:.2f}x RLlib 1)",
+                flush=True,
+            )
+    finally:
+        ray.shutdown()
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"batch": batch, "envs_per_runner": args.envs, "repeats": args.repeats}
+    out.write_text(json.dumps({**meta, "rows": rows}, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
