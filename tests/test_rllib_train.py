@@ -189,3 +189,21 @@ def test_scale_doc_has_the_current_config_reference():
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "scale.md").read_text()
     assert text.split("<!-- rllib-config-table -->\n", 1)[1].strip() == describe().strip()
+
+
+def test_a_new_run_that_fails_before_its_first_checkpoint_leaves_nothing(tmp_path, monkeypatch):
+    import training.rllib_train as rt
+
+    def no_ray(*args, **kwargs):
+        raise ConnectionError("no Ray cluster at the given address")
+
+    monkeypatch.setattr(rt, "start_ray", no_ray)
+    raw = {**copy.deepcopy(BASE), "run_dir": str(tmp_path / "run")}
+    with pytest.raises(ConnectionError):
+        train_rllib(rllib_config_from_dict(raw))
+    assert not (tmp_path / "run").exists()
+    (tmp_path / "kept").mkdir()  # a directory the user made: kept, emptied of this run's files
+    with pytest.raises(ConnectionError):
+        train_rllib(rllib_config_from_dict({**raw, "run_dir": str(tmp_path / "kept")}))
+    assert (tmp_path / "kept").is_dir()
+    assert [p.name for p in (tmp_path / "kept").iterdir()] in ([], [".lock"])

@@ -320,6 +320,7 @@ class RLlibTrainer:
                 f"run directory {str(run)!r} is not empty: resume it with --resume, or give "
                 "another 'name' / 'run_dir' (saved work is never overwritten)"
             )
+        self.created = not run.exists()
         run.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
         write_text_atomic(run / "config.yaml", yaml.safe_dump(self.cfg.to_dict(), sort_keys=False))
@@ -336,10 +337,26 @@ class RLlibTrainer:
         import torch
 
         torch.set_num_threads(self.cfg.rllib.torch_threads)
+        self.created: bool | None = None  # a new run: whether this process made the directory
         try:
             ckpt, self.pool_state = self.prepare()
             where = start_ray(self.cfg, self.address)
             return self._train(ckpt, where)
+        except BaseException:
+            # A new run that fails before its first checkpoint leaves nothing behind (the
+            # directory was empty and locked by this process, so all in it is this run's).
+            if self.created is not None and not checkpoints(self.run_dir):
+                if self.tb is not None:
+                    self.tb.close()
+                    self.tb = None
+                for p in list(self.run_dir.iterdir()):
+                    if p.name != ".lock":
+                        shutil.rmtree(p) if p.is_dir() else p.unlink()
+                if self.created:
+                    (self.run_dir / ".lock").unlink(missing_ok=True)
+                    self.lock.release()
+                    self.run_dir.rmdir()
+            raise
         finally:
             if self.tb is not None:
                 self.tb.close()
