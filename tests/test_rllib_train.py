@@ -180,6 +180,24 @@ def test_short_run_saves_resumes_exports_and_evaluates(game, tmp_path, local_ray
     assert cli_main([*args, "--lineup", str(exported), "random"]) == 0
     table = capsys.readouterr().out
     assert "final.zip" in table and "exported.zip" in table
+    watch = ["watch", game, "--players", str(n), "--seed", "1", "--delay", "0", "--quiet"]
+    assert cli_main([*watch, "--agents", str(run / "final.zip"), "random", "--no-clear"]) == 0
+    # the Gymnasium view takes it as an opponent, like any MaskablePPO checkpoint
+    import gymnasium
+
+    import derby_envs
+    from agents.ppo import PPOPolicy
+
+    opponent = PPOPolicy.load(run / "final.zip", cfg.make_game())
+    gym_env = gymnasium.make(derby_envs.GAMES[game].gym_id, opponents=opponent, **cfg.game_params)
+    obs, info = gym_env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+        obs, _, term, trunc, info = gym_env.step(action)
+        assert not info["illegal_action"]
+        done = term or trunc
 
 
 def test_scale_doc_has_the_current_config_reference():
