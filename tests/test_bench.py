@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from derby_envs.registry import available_games
-from training.bench import GENERIC_POLICIES, PLAYER_COUNTS, TRAINING_FIELDS
+from training.bench import PLAYER_COUNTS, TRAINING_FIELDS, game_heuristics
 from training.cli import main
 
 
@@ -25,11 +25,9 @@ def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):
         r["steps_per_s"] > 0 and r["ratio_to_connect_four"] > 0 for r in result["random_play"]
     )
     # every game's own heuristics, at every player count, timed on recorded positions
-    from agents.registry import policy_names
-
     timed = {(h["game"], h["players"], h["heuristic"]) for h in result["heuristics"]}
     for game in available_games():
-        own = [p for p in policy_names(game) if p not in GENERIC_POLICIES]
+        own = game_heuristics(game)
         assert len(own) >= 2
         for n in PLAYER_COUNTS[game]:
             assert {(game, n, p) for p in own} <= timed

@@ -42,7 +42,6 @@ import derby_envs
 from derby_envs.registry import GAMES, available_games, make_game
 
 PLAYER_COUNTS = {"derby": (3, 4, 5), "kentucky_derby": (3, 6, 10), "demolition_derby": (2, 4, 6)}
-GENERIC_POLICIES = ("random", "search", "ismcts")  # not the game's own heuristics
 # MaskablePPO against random seats and against a field of the game's strongest heuristic
 TRAINING_FIELDS = (
     ("derby", 4, "derby_exchange"),
@@ -143,6 +142,14 @@ def gym_loop(env: gymnasium.Env) -> Callable[[float], tuple[int, int]]:
         return steps
 
     return _timed_games(play_one)
+
+
+def game_heuristics(game_name: str) -> list[str]:
+    """The game's own heuristics: the ``POLICIES`` of its module in ``agents`` (not the
+    game-independent random and search agents, nor plugins)."""
+    import importlib
+
+    return sorted(importlib.import_module(f"agents.{game_name}").POLICIES)
 
 
 def record_positions(game_name: str, num_players: int, count: int, seed: int = 0) -> list:
@@ -308,12 +315,10 @@ def run_bench(
     for r in rows:
         r["ratio_to_connect_four"] = r["steps_per_s"] / ref_rate
 
-    from agents.registry import policy_names
-
     heuristics: list[dict[str, Any]] = []
     count = 41 if quick else 401  # the first position is timed apart (first call)
     for g in games:
-        names = [x for x in policy_names(g) if x not in GENERIC_POLICIES]
+        names = game_heuristics(g)
         for n in PLAYER_COUNTS[g]:
             step_ms = 1e3 / next(
                 r["steps_per_s"]
