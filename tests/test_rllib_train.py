@@ -132,7 +132,9 @@ def local_ray():
 RUNS = {
     "kentucky_derby": {"game_params": {"num_players": 4}, "reward_mode": "chips",
                        "opponents": {"pool": [{"agent": "kd_value"}, {"agent": "random"}],
-                                     "self_play": {"enabled": True, "every": 60}}},
+                                     "self_play": {"enabled": True, "every": 60}},
+                       # a remote runner: snapshots reach its envs' pools (the driver has none)
+                       "rllib": {**BASE["rllib"], "num_env_runners": 1, "num_envs_per_env_runner": 2}},
     "derby": {"game_params": {"num_players": 3},
               "opponents": {"pool": [{"agent": "derby_exchange"}]}},
     "demolition_derby": {"game_params": {"num_players": 4}, "reward_mode": "derbies",
@@ -172,6 +174,8 @@ def test_short_run_saves_resumes_exports_and_evaluates(game, tmp_path, local_ray
     if game == "kentucky_derby":  # self-play: snapshots exported, listed and loadable
         pool = json.loads((run / "pool.json").read_text())
         assert pool["snapshots"] and all((run / s["path"]).is_file() for s in pool["snapshots"])
+        assert "(added to 2 env pool(s))" in out, "each env of the remote runner got it"
+
     exported = export_checkpoint(run, tmp_path / "exported.zip")
     # evaluate plays whole games with the exported policies (an illegal move would raise)
     n = cfg.num_players

@@ -267,6 +267,19 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def add_snapshot_to_runner(runner: Any, rel: str, steps: int) -> int:
+    """Add a snapshot to the opponent pool of every env of an env runner; returns how many
+    pools got it (0 for the driver's local runner when remote runners sample: it has no env)."""
+    vector = getattr(runner, "env", None)
+    count = 0
+    for env in getattr(vector, "envs", None) or []:
+        pools = {id(s.pool): s.pool for s in env.unwrapped.opponents if hasattr(s, "pool")}
+        for pool in pools.values():
+            pool.add_snapshot(rel, steps)
+            count += 1
+    return count
+
+
 # ----- the trainer ------------------------------------------------------------------------------
 class RLlibTrainer:
     """One run: see the module docstring."""
@@ -470,13 +483,7 @@ class RLlibTrainer:
         write_json_atomic(self.run_dir / "pool.json", self.pool_state)
 
         def add(runner: Any) -> int:
-            count = 0
-            for env in runner.env.envs:
-                pools = {id(s.pool): s.pool for s in env.unwrapped.opponents if hasattr(s, "pool")}
-                for pool in pools.values():
-                    pool.add_snapshot(rel, steps)
-                    count += 1
-            return count
+            return add_snapshot_to_runner(runner, rel, steps)
 
         added = sum(algo.env_runner_group.foreach_env_runner(add, local_env_runner=True))
         self.log(f"snapshot at {steps} env steps -> {rel} (added to {added} env pool(s))")
