@@ -13,7 +13,9 @@ Everything is timed in one run on the same machine with the same random-legal-pl
 * per heuristic of every game and player count: the median and mean time of one decision
   (the observation prebuilt) on 400 positions recorded from seeded random play, and its ratio
   to that game's engine step time; the first call is reported apart (``first_call_ms``: e.g.
-  loading or compiling derby_exchange's numba kernels);
+  loading or compiling derby_exchange's numba kernels), and for the Derby heuristics the
+  same figures of their numpy model (``fast=False``: the same choices, the speed before
+  issue 12);
 * MaskablePPO training env-steps/s at ``n_envs`` 1 and 8 (DummyVecEnv): connect_four-v3
   (learner vs a random opponent) as the reference, and for Derby 4p, Demolition Derby 2p and
   4p and Kentucky Derby 5p against random seats and against a field of the game's strongest
@@ -172,37 +174,42 @@ def record_positions(game_name: str, num_players: int, count: int, seed: int = 0
     return positions
 
 
+def _decision_times(policy: Any, positions: list) -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    on_state = getattr(policy, "needs_state", False)
+    times = []
+    for state, p, obs, mask in positions:
+        t0 = time.perf_counter()
+        if on_state:
+            policy.act_state(state, p, rng)
+        else:
+            policy.act(obs, mask, rng)
+        times.append(time.perf_counter() - t0)
+    return {
+        "positions": len(times) - 1,
+        "first_call_ms": times[0] * 1e3,  # loading / compiling, if the policy does
+        "median_ms": statistics.median(times[1:]) * 1e3,
+        "mean_ms": statistics.mean(times[1:]) * 1e3,
+    }
+
+
 def heuristic_times(game_name: str, num_players: int, names: list[str], positions: list) -> list:
     """Per heuristic: first-call, median and mean time (ms) of one decision over
     ``positions`` (``act`` on the prebuilt observation; ``act_state`` for a policy that reads
-    the state)."""
+    the state); for a policy with a compiled path (``fast``) also its numpy model's times."""
     from agents.registry import make_policy
 
     game = make_game(game_name, num_players=num_players)
     rows = []
     for name in names:
         policy = make_policy(name, game)
-        rng = np.random.default_rng(0)
-        on_state = getattr(policy, "needs_state", False)
-        times = []
-        for state, p, obs, mask in positions:
-            t0 = time.perf_counter()
-            if on_state:
-                policy.act_state(state, p, rng)
-            else:
-                policy.act(obs, mask, rng)
-            times.append(time.perf_counter() - t0)
-        rows.append(
-            {
-                "game": game_name,
-                "players": num_players,
-                "heuristic": name,
-                "positions": len(times) - 1,
-                "first_call_ms": times[0] * 1e3,  # loading / compiling, if the policy does
-                "median_ms": statistics.median(times[1:]) * 1e3,
-                "mean_ms": statistics.mean(times[1:]) * 1e3,
-            }
-        )
+        row = {"game": game_name, "players": num_players, "heuristic": name}
+        row.update(_decision_times(policy, positions))
+        if getattr(policy, "fast", False):  # a compiled path: its numpy model, same positions
+            reference = _decision_times(make_policy(name, game, fast=False), positions)
+            row["numpy_model_median_ms"] = reference["median_ms"]
+            row["numpy_model_mean_ms"] = reference["mean_ms"]
+        rows.append(row)
     return rows
 
 
@@ -422,14 +429,19 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [
             "",
             "| heuristic | game | players | median ms | mean ms | median / engine step "
-            "| mean / engine step | first call ms |",
-            "|---|---|---:|---:|---:|---:|---:|---:|",
+            "| mean / engine step | first call ms | numpy model: median, mean ms |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|",
         ]
         for h in result["heuristics"]:
             lines.append(
                 f"| {h['heuristic']} | {h['game']} | {h['players']} | {h['median_ms']:.3f} | "
                 f"{h['mean_ms']:.3f} | {h['median_over_engine_step']:.0f}x | "
-                f"{h['mean_over_engine_step']:.0f}x | {h['first_call_ms']:.0f} |"
+                f"{h['mean_over_engine_step']:.0f}x | {h['first_call_ms']:.0f} | "
+                + (
+                    f"{h['numpy_model_median_ms']:.3f}, {h['numpy_model_mean_ms']:.3f} |"
+                    if "numpy_model_median_ms" in h
+                    else "– |"
+                )
             )
     if result["ppo_training"]:
         lines += [
