@@ -237,6 +237,7 @@ class DDTactical:
         c.events = []  # the simulation never reads the log
         c._masks = {}
         c._priv = {}
+        c._priv_base = {}
         c._fast = self._fast
         return c
 

@@ -131,6 +131,16 @@ STRENGTH_CAP = 16  # strengths are clipped to this in observations
 TOTAL_CAP = 100
 
 
+_MEMO_CAP = 50_000  # lineup Strength memo entries kept (cleared when full)
+
+
+class _Memo(dict):
+    """A cache that copies and pickles as empty (it is rebuilt on use)."""
+
+    def __reduce__(self) -> tuple:
+        return (_Memo, ())
+
+
 class DemolitionDerbyGame(Game):
     """Demolition Derby: a match of simultaneous-reveal drafting Derbies."""
 
@@ -188,19 +198,19 @@ class DemolitionDerbyGame(Game):
     def cards(self) -> CardSet:
         return load_card_set(self.params["cards"])
 
-    @property
+    @cached_property
     def num_designs(self) -> int:
         return len(self.cards.designs)
 
-    @property
+    @cached_property
     def picks_per_turn(self) -> int:
         return 2 if self.num_players == 2 else 1
 
-    @property
+    @cached_property
     def hand_size(self) -> int:
         return 7 if self.num_players == 2 else self.num_players + 2
 
-    @property
+    @cached_property
     def turns_per_derby(self) -> int:
         return (self.hand_size - 1) // self.picks_per_turn
 
@@ -219,6 +229,59 @@ class DemolitionDerbyGame(Game):
             "decline": D + n * S + 2 * D,
             "accept": D + n * S + 2 * D + 1,
         }
+
+    @cached_property
+    def _modifier_designs(self) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+        """Designs whose face-up cards change Strengths: (Ongoing modifiers; those plus the
+        Derby abilities that change a base Strength; those Derby abilities)."""
+        ds = self.cards.designs
+        ongoing = frozenset(
+            d.index
+            for d in ds
+            if d.timing == "ongoing" and any(o.op == "modify_strength" for o in d.ops)
+        )
+        derby = frozenset(
+            d.index
+            for d in ds
+            if d.timing == "derby" and any(o.op in ("set_strength", "add_strength") for o in d.ops)
+        )
+        return ongoing, ongoing | derby, derby
+
+    @cached_property
+    def _strength_memo(self) -> _Memo | None:
+        """Lineup Strengths by lineup (see ``_compute_strengths``); None if an ability that
+        changes Strengths has a condition reading other lineups (then nothing is memoised)."""
+        for d in self.cards.designs:
+            if d.index in self._modifier_designs[1]:
+                for op in d.ops:
+                    if any(key == "only_of_type_this_turn" for key, _ in op.cond):
+                        return None
+        return _Memo()
+
+    def _design_cards(self, designs: frozenset[int]) -> frozenset[int]:
+        """The card ids of these designs (memoised per set)."""
+        memo = self.__dict__.setdefault("_design_cards_memo", {})
+        out = memo.get(designs)
+        if out is None:
+            cd = self.cards.card_design
+            out = memo[designs] = frozenset(c for c in range(len(cd)) if cd[c] in designs)
+        return out
+
+    @cached_property
+    def _win_if_designs(self) -> frozenset[int]:
+        return frozenset(
+            d.index
+            for d in self.cards.designs
+            if d.timing == "derby" and any(o.op == "win_if" for o in d.ops)
+        )
+
+    @cached_property
+    def _ongoing_protect_designs(self) -> frozenset[int]:
+        return frozenset(
+            d.index
+            for d in self.cards.designs
+            if d.timing == "ongoing" and any(o.op == "protect" for o in d.ops)
+        )
 
     @property
     def num_actions(self) -> int:
@@ -259,6 +322,12 @@ class DemolitionDerbyGame(Game):
     @cached_property
     def _n(self) -> int:
         return self.num_players
+
+    @cached_property
+    def _public_starts(self) -> dict[str, int]:
+        """Starts of the public slices within the public part."""
+        base = self.private_size
+        return {name: sl.start - base for name, sl in self.observation_slices.items()}
 
     @cached_property
     def private_size(self) -> int:
@@ -428,6 +497,9 @@ class DemolitionDerbyState(State):
     def _clear_caches(self) -> None:
         self._masks: dict[int, np.ndarray] = {}
         self._priv: dict[int, np.ndarray] = {}
+        # per player: the private part without this phase's own picks and choices (what a
+        # pick or a choice changes is laid over a copy of it)
+        self._priv_base: dict[int, np.ndarray] = {}
         self._pub: np.ndarray | None = None
         self._str: list[int] | None = None
         self._prot: list[tuple[int, int, Op]] | None = None
@@ -627,6 +699,7 @@ class DemolitionDerbyState(State):
         for lineup in self.lineups:
             for c in lineup:
                 self.this_turn[c] = False
+        self._str = self._prot = self._scores = None  # filters may read "this turn"
         self.turn_protect = []
         self.stoppers = []
         self.discard_turn = []
@@ -692,42 +765,74 @@ class DemolitionDerbyState(State):
         return self._str
 
     def _compute_strengths(self, derby: bool) -> list[int]:
+        g = self.game
+        cs = g.cards
+        fu, tt = self.face_up, self.this_turn
+        # only face-up cards of these designs change a Strength: a lineup without one keeps
+        # the printed Strengths (never below 0: printed Strengths are validated >= 0)
+        modcards = g._design_cards(g._modifier_designs[1 if derby else 0])
+        memo = g._strength_memo
+        st = cs.card_strength[:]
+        for q, lineup in enumerate(self.lineups):
+            if modcards.isdisjoint(lineup):  # a C-speed test: most lineups have none
+                continue
+            for c in lineup:
+                if fu[c] and c in modcards:
+                    break
+            else:
+                continue
+            if memo is None:
+                vals = self._lineup_strengths(q, lineup, derby)
+            else:
+                # a lineup's Strengths depend on its cards, their order and faces and which
+                # were deployed this turn (the memo is only used when nothing else is read)
+                key = (derby, *[c * 4 + 2 * fu[c] + tt[c] for c in lineup])
+                vals = memo.get(key)
+                if vals is None:
+                    if len(memo) >= _MEMO_CAP:
+                        memo.clear()
+                    vals = memo[key] = self._lineup_strengths(q, lineup, derby)
+            for c, x in zip(lineup, vals, strict=True):
+                st[c] = x
+        return st
+
+    def _lineup_strengths(self, q: int, lineup: list[int], derby: bool) -> list[int]:
+        """Strengths of player ``q``'s lineup (in lineup order): printed (with ``derby``:
+        changed by Derby abilities) plus Ongoing modifiers, never below 0."""
         cs = self.game.cards
         designs = cs.designs
         cd = cs.card_design
-        st = cs.card_strength[:]
-        for q, lineup in enumerate(self.lineups):
-            if not lineup:
+        printed = cs.card_strength
+        base = {c: printed[c] for c in lineup}
+        mods = dict.fromkeys(lineup, 0)
+        for s in lineup:
+            if not self.face_up[s]:
                 continue
-            base = {c: st[c] for c in lineup}
-            mods = dict.fromkeys(lineup, 0)
-            for s in lineup:
-                if not self.face_up[s]:
-                    continue
-                d = designs[cd[s]]
-                if d.timing == "ongoing":
-                    for op in d.ops:
-                        if op.op != "modify_strength" or not self._cond_ok(op.cond, q, s):
-                            continue
-                        amt = op.amount
-                        if op.per is not None:
-                            amt *= sum(1 for c in lineup if self._match_static(op.per, c, q, s))
-                        if op.scope == "self":
-                            mods[s] += amt
-                        else:
-                            for c in lineup:
-                                if c != s or op.scope == "all_yours":
-                                    mods[c] += amt
-                elif derby and d.timing == "derby":
-                    for op in d.ops:
-                        if op.op == "set_strength" and self._cond_ok(op.cond, q, s):
-                            base[s] = op.value
-                        elif op.op == "add_strength" and self._cond_ok(op.cond, q, s):
-                            base[s] += op.value
-            for c in lineup:
-                v = base[c] + mods[c]
-                st[c] = v if v > 0 else 0
-        return st
+            d = designs[cd[s]]
+            if d.timing == "ongoing":
+                for op in d.ops:
+                    if op.op != "modify_strength" or not self._cond_ok(op.cond, q, s):
+                        continue
+                    amt = op.amount
+                    if op.per is not None:
+                        amt *= sum(1 for c in lineup if self._match_static(op.per, c, q, s))
+                    if op.scope == "self":
+                        mods[s] += amt
+                    else:
+                        for c in lineup:
+                            if c != s or op.scope == "all_yours":
+                                mods[c] += amt
+            elif derby and d.timing == "derby":
+                for op in d.ops:
+                    if op.op == "set_strength" and self._cond_ok(op.cond, q, s):
+                        base[s] = op.value
+                    elif op.op == "add_strength" and self._cond_ok(op.cond, q, s):
+                        base[s] += op.value
+        out = []
+        for c in lineup:
+            v = base[c] + mods[c]
+            out.append(v if v > 0 else 0)
+        return out
 
     def projected_scores(self) -> tuple[list[int], list[int]]:
         """Public: (each player's total if the Derby ended now, Derby abilities included;
@@ -742,14 +847,17 @@ class DemolitionDerbyState(State):
 
     def _compute_derby_scores(self) -> tuple[list[int], list[int]]:
         cs = self.game.cards
+        cd = cs.card_design
         st = self._compute_strengths(derby=True)
-        totals = [sum(st[c] for c in lineup) for lineup in self.lineups]
+        totals = [sum([st[c] for c in lineup]) for lineup in self.lineups]
+        winif = self.game._design_cards(self.game._win_if_designs)
         special = set()
         for q, lineup in enumerate(self.lineups):
+            if winif.isdisjoint(lineup):
+                continue
             for s in lineup:
-                d = cs.designs[cs.card_design[s]]
-                if self.face_up[s] and d.timing == "derby":
-                    for op in d.ops:
+                if s in winif and self.face_up[s]:
+                    for op in cs.designs[cd[s]].ops:
                         if op.op == "win_if" and self._cond_ok(op.cond, q, s, totals):
                             special.add(q)
         return totals, sorted(special)
@@ -805,11 +913,22 @@ class DemolitionDerbyState(State):
         )
 
     def _lineup_cards(self, f: Filter, player: int, source: int) -> list[int]:
+        """Lineup cards matching ``f`` (``_match``), Strengths read once."""
         out = []
+        lo, hi = f.strength_min, f.strength_max
+        st = self.strengths() if lo is not None or hi is not None else None
+        static = self._match_static
         for q, lineup in enumerate(self.lineups):
             if (f.owner == "you" and q != player) or (f.owner == "other" and q == player):
                 continue
-            out += [c for c in lineup if self._match(f, c, player, source)]
+            for c in lineup:
+                if not static(f, c, player, source):
+                    continue
+                if st is not None and (
+                    (lo is not None and st[c] < lo) or (hi is not None and st[c] > hi)
+                ):
+                    continue
+                out.append(c)
         return out
 
     def _protectors(self) -> list[tuple[int, int, Op]]:
@@ -817,16 +936,20 @@ class DemolitionDerbyState(State):
         the deploying player) and Ongoing ones (face-up cards, their current controller)."""
         if self._prot is None:
             cs = self.game.cards
+            cd = cs.card_design
+            fu = self.face_up
+            guards = self.game._design_cards(self.game._ongoing_protect_designs)
             out = []
             for p, src, d in self.turn_protect:
                 out += [(p, src, op) for op in cs.designs[d].ops if op.op == "protect"]
             for q, lineup in enumerate(self.lineups):
+                if guards.isdisjoint(lineup):
+                    continue
                 for s in lineup:
-                    d = cs.designs[cs.card_design[s]]
-                    if self.face_up[s] and d.timing == "ongoing":
+                    if s in guards and fu[s]:
                         out += [
                             (q, s, op)
-                            for op in d.ops
+                            for op in cs.designs[cd[s]].ops
                             if op.op == "protect" and self._cond_ok(op.cond, q, s)
                         ]
             self._prot = out
@@ -1141,53 +1264,35 @@ class DemolitionDerbyState(State):
         return out
 
     def observation(self, player: int) -> np.ndarray:
-        g = self.game
         pub = self._pub
         if pub is None:
             pub = self._pub = self._build_public()
         priv = self._priv.get(player)
         if priv is None:
             priv = self._priv[player] = self._build_private(player)
-        return np.concatenate((priv, pub[g._public_perm[player]]))
+        if player == 0:  # seat 0's relative order is the absolute one
+            return np.concatenate((priv, pub))
+        return np.concatenate((priv, pub.take(self.game._public_perm[player])))
 
     def _build_private(self, p: int) -> np.ndarray:
         g = self.game
-        cs = g.cards
-        cd = cs.card_design
-        o = g._starts
-        D = g.num_designs
-        n = g._n
-        v = [0.0] * g.private_size  # a list: element writes are far cheaper than on arrays
         if self.phase == OVER:
-            return np.array(v, np.float32)
-        v[0] = float(p in self.movers)
-        h = o["hand"]
-        for c in self.hands[p]:
-            v[h + cd[c]] += 1
-        for d in self.picks[p]:
-            v[h + d] -= 1
-            v[o["picks"] + d] += 1
+            return np.zeros(g.private_size, np.float32)
+        base = self._priv_base.get(p)
+        if base is None:
+            base = self._priv_base[p] = self._build_private_base(p)
+        v = base.copy()
+        o = g._starts
+        v[0] = p in self.movers
+        picks = self.picks[p]
+        if picks:
+            h, pk = o["hand"], o["picks"]
+            for d in picks:
+                v[h + d] -= 1  # the hand slot shows the cards not picked
+                v[pk + d] += 1
         if self.phase == DEPLOY:
-            v[o["picks_left"]] = (g.picks_per_turn - len(self.picks[p])) / g.picks_per_turn
-        for r in range(1, min(self.turn, n - 1) + 1):
-            v[o["known"] + r - 1] = 1.0
-            base = o["known_hands"] + (r - 1) * D
-            for c in self.hands[(p + r) % n]:
-                v[base + cd[c]] += 1
-        unknown = self.unknown_cards(p)
-        u, t0 = o["unseen"], o["unseen_types"]
-        ct = cs.card_type
-        for c in unknown:
-            v[u + cd[c]] += 1
-            v[t0 + ct[c]] += 1
-        if g.params["variant"] == "mekk_mania":
-            # also the cards still in the box: the whole pool minus what is known
-            for c in self.deck:
-                v[u + cd[c]] -= 1
-            for d, k in enumerate(g.pool_design_counts):
-                v[u + d] += float(k)
-        v[o["unknown_cards"]] = len(unknown) / cs.num_cards
-        if self.phase == CHOOSE:
+            v[o["picks_left"]] = (g.picks_per_turn - len(picks)) / g.picks_per_turn
+        elif self.phase == CHOOSE:
             mine = [t for t in self.tasks if t.player == p and t.opts is not None]
             if mine:
                 t = mine[0]
@@ -1196,69 +1301,124 @@ class DemolitionDerbyState(State):
                 v[o["decision_card"] + t.card_design] = 1.0
                 v[o["decision_ability"] + t.design] = 1.0
                 v[o["decisions_left"]] = min(len(mine), 8) / 8
-        return np.array(v, np.float32)
+        return v
 
-    def _build_public(self) -> np.ndarray:
+    def _build_private_base(self, p: int) -> np.ndarray:
+        """Player ``p``'s private part from the hands alone (no picks, choices or to_act)."""
         g = self.game
         cs = g.cards
         cd = cs.card_design
-        base = g.private_size
-        o = {k: v - base for k, v in g._starts.items()}
+        o = g._starts
+        D = g.num_designs
+        n = g._n
+        size = g.private_size
+        # every count is a list of indices, counted in one bincount (far cheaper than
+        # element writes, on a list or on an array)
+        h = o["hand"]
+        idx = [h + cd[c] for c in self.hands[p]]
+        known = min(self.turn, n - 1)
+        for r in range(1, known + 1):
+            base = o["known_hands"] + (r - 1) * D
+            idx += [base + cd[c] for c in self.hands[(p + r) % n]]
+        idx += range(o["known"], o["known"] + known)
+        unknown = self.unknown_cards(p)
+        u, t0 = o["unseen"], o["unseen_types"]
+        ct = cs.card_type
+        idx += [u + cd[c] for c in unknown]
+        idx += [t0 + ct[c] for c in unknown]
+        v = np.bincount(np.array(idx, np.intp), minlength=size).astype(np.float32)
+        if g.params["variant"] == "mekk_mania":
+            # also the cards still in the box: the whole pool minus what is known
+            v[u : u + D] += g.pool_design_counts - np.bincount(
+                np.array([cd[c] for c in self.deck], np.intp), minlength=D
+            ).astype(np.float32)
+        v[o["unknown_cards"]] = len(unknown) / cs.num_cards
+        return v
+
+    def _build_public(self) -> np.ndarray:
+        g = self.game
+        cd = g.cards.card_design
+        o = g._public_starts
         D, n, S = g.num_designs, g._n, g.slots
-        v = np.zeros(g.observation_size - base, np.float32)
-        v[o["phase"] + self.phase] = 1
-        v[o["progress"]] = self.derby / g.params["max_derbies"]
-        v[o["progress"] + 1] = min(self.turn / max(g.turns_per_derby - 1, 1), 1.0)
-        v[o["level"] + (self.level if self.phase == CHOOSE else g.max_level + 1)] = 1
-        v[o["instants_stopped"]] = bool(self.stoppers)
+        v = np.zeros(g.observation_size - g.private_size, np.float32)
+        # the head (every slice before the lineups, from index 0) is built as one list and
+        # written once: element writes on an array cost far more
+        head = [0.0] * o["lineups"]
+        head[o["phase"] + self.phase] = 1.0
+        head[o["progress"]] = self.derby / g.params["max_derbies"]
+        head[o["progress"] + 1] = min(self.turn / max(g.turns_per_derby - 1, 1), 1.0)
+        head[o["level"] + (self.level if self.phase == CHOOSE else g.max_level + 1)] = 1.0
+        head[o["instants_stopped"]] = float(bool(self.stoppers))
         wn = g.params["wins_needed"]
-        v[o["wins"] : o["wins"] + n] = [w / wn for w in self.wins]
+        w0 = o["wins"]
+        head[w0 : w0 + n] = [x / wn for x in self.wins]
         for q in self.last_winners:
-            v[o["last_winners"] + q] = 1
+            head[o["last_winners"] + q] = 1.0
         if self.phase == OVER:
+            v[: len(head)] = head
             return v
+        st = self.strengths()  # first: the Derby scores start from these
         totals, special = self._derby_scores()
-        st = self.strengths()
         F = D + LINEUP_EXTRA
         # every Instant of the level counts as pending until the level is applied: whether a
         # player has already made its (hidden) choice must not show
         queued = set(self.queue)
         queued.update(t.card for t in self.tasks)
-        guarded = bool(self._protectors())
-        hs, nc = g.hand_size, o["hand_sizes"]
-        v[nc : nc + n] = [len(h) / hs for h in self.hands]
-        v[o["combatants"] : o["combatants"] + n] = [len(x) / S for x in self.lineups]
-        v[o["totals"] : o["totals"] + n] = [min(t, TOTAL_CAP) / 10 for t in totals]
+        hs, hz, cz, tz = g.hand_size, o["hand_sizes"], o["combatants"], o["totals"]
+        head[hz : hz + n] = [len(x) / hs for x in self.hands]
+        head[cz : cz + n] = [len(x) / S for x in self.lineups]
+        head[tz : tz + n] = [min(t, TOTAL_CAP) / 10 for t in totals]
         for q in special:
-            v[o["special_win"] + q] = 1
-        idx: list[int] = []
-        vals: list[float] = []
+            head[o["special_win"] + q] = 1.0
+        v[: len(head)] = head
+        # per slot: one column per feature, written with one fancy assignment each
+        at: list[int] = []
+        cards: list[int] = []
         L = o["lineups"]
-        for q in range(n):
-            others = (q + 1) % n  # any other player: protections are "vs others"
-            for k, c in enumerate(self.lineups[q]):
-                at = L + (q * S + k) * F
-                idx += (at + cd[c], at + D, at + D + 1, at + D + 2, at + D + 5)
-                vals += (
-                    1.0,
-                    self.face_up[c],
-                    self.this_turn[c],
-                    c in queued,
-                    min(st[c], STRENGTH_CAP) / 4,
-                )
-                if guarded:
-                    idx += (at + D + 3, at + D + 4)
-                    vals += (
-                        self.protected(c, "discard", others),
-                        self.protected(c, "swap", others),
-                    )
-        if idx:
-            v[idx] = vals
+        for q, lineup in enumerate(self.lineups):
+            a0 = L + q * S * F
+            at += range(a0, a0 + len(lineup) * F, F)
+            cards += lineup
+        if cards:
+            fu, tt = self.face_up, self.this_turn
+            pos = np.array(at)
+            v[pos + np.array([cd[c] for c in cards])] = 1.0
+            v[pos + D] = [fu[c] for c in cards]
+            v[pos + (D + 1)] = [tt[c] for c in cards]
+            v[pos + (D + 2)] = [c in queued for c in cards]
+            v[pos + (D + 5)] = [min(st[c], STRENGTH_CAP) / 4 for c in cards]
+            if self._protectors():
+                no_discard, no_swap = self._protected_vs_others()
+                v[pos + (D + 3)] = [c in no_discard for c in cards]
+                v[pos + (D + 4)] = [c in no_swap for c in cards]
+        # counted on a list: one += on an array element costs as much as this whole loop
+        counts = [0] * (2 * D)
         for c in self.discard:
-            v[o["discard"] + cd[c]] += 1
+            counts[cd[c]] += 1
         for c in self.discard_turn:
-            v[o["discarded_this_turn"] + cd[c]] += 1
+            counts[D + cd[c]] += 1
+        dz = o["discard"]
+        v[dz : dz + 2 * D] = counts  # discarded_this_turn follows discard
         return v
+
+    def _protected_vs_others(self) -> tuple[set[int], set[int]]:
+        """Lineup cards that ``protected(c, kind, actor)`` holds for (discard, swap), with
+        ``actor`` the player left of ``c``'s owner (the observation's "any other player")."""
+        n = self.game.num_players
+        out: dict[str, set[int]] = {"discard": set(), "swap": set()}
+        for p, src, op in self._protectors():
+            f = op.targets
+            for kind in op.against:
+                hit = out[kind]
+                for q, lineup in enumerate(self.lineups):
+                    if op.source != "any" and (q + 1) % n == p:
+                        continue
+                    if (f.owner == "you" and q != p) or (f.owner == "other" and q == p):
+                        continue
+                    for c in lineup:
+                        if c not in hit and self._match(f, c, p, src):
+                            hit.add(c)
+        return out["discard"], out["swap"]
 
     def resample_hidden(self, player: int, rng: np.random.Generator) -> DemolitionDerbyState:
         """Re-deal what ``player`` cannot see: the cards of unknown hands and the unused cards
@@ -1488,6 +1648,7 @@ class DemolitionDerbyState(State):
         # caches: arrays are rebuilt, never mutated in place, so sharing them is safe
         s._masks = dict(self._masks)
         s._priv = dict(self._priv)
+        s._priv_base = dict(self._priv_base)
         return s  # last_derby is replaced, never mutated: sharing it is safe
 
     def _dump(self) -> dict[str, Any]:
