@@ -171,7 +171,9 @@ def test_short_run_saves_resumes_exports_and_evaluates(game, tmp_path, local_ray
     changed = rllib_config_from_dict({**raw, "rllib": {**raw["rllib"], "hiddens": [8]}})
     with pytest.raises(ConfigError, match="rllib.hiddens"):
         train_rllib(changed, resume=True)
-    if game == "kentucky_derby":  # self-play: snapshots exported, listed and loadable
+    if game == "kentucky_derby":
+        _check_restore_gives_the_checkpoint_weights(longer, checkpoints(run)[-1][2])
+        # self-play: snapshots exported, listed and loadable
         pool = json.loads((run / "pool.json").read_text())
         assert pool["snapshots"] and all((run / s["path"]).is_file() for s in pool["snapshots"])
         assert "(added to 2 env pool(s))" in out, "each env of the remote runner got it"
@@ -229,3 +231,28 @@ def test_a_new_run_that_fails_before_its_first_checkpoint_leaves_nothing(tmp_pat
         train_rllib(rllib_config_from_dict({**raw, "run_dir": str(tmp_path / "kept")}))
     assert (tmp_path / "kept").is_dir()
     assert [p.name for p in (tmp_path / "kept").iterdir()] in ([], [".lock"])
+
+
+def _check_restore_gives_the_checkpoint_weights(cfg, path):
+    """After restore_from_path the learner holds the checkpoint's weights (all of them) and
+    the sampling module its actor; the export reads the learner's."""
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    from training.rllib_train import build_algo_config, learner_weights
+
+    saved = RLModule.from_checkpoint(path / "learner_group" / "learner" / "rl_module" / "shared")
+    saved = {k: v.numpy() for k, v in saved.state_dict().items()}
+    algo = build_algo_config(cfg, [], cfg.run_path).build_algo()
+    try:
+        fresh = learner_weights(algo)
+        algo.restore_from_path(path.resolve())
+        restored = learner_weights(algo)
+        sampler = {k: v.numpy() for k, v in algo.get_module("shared").state_dict().items()}
+    finally:
+        algo.stop()
+    assert set(restored) == set(saved)
+    for k, v in saved.items():
+        assert np.allclose(restored[k], v), k
+        if "actor" in k or k.startswith("pi."):
+            assert np.allclose(sampler[k], v), k
+    assert any(not np.allclose(fresh[k], v) for k, v in saved.items())

@@ -159,11 +159,38 @@ def _module_weights(module: Any) -> dict[str, np.ndarray]:
     return {k: v.detach().cpu().numpy() for k, v in module.state_dict().items()}
 
 
+def learner_weights(algo: Any) -> dict[str, np.ndarray]:
+    """The shared module's weights as the learner holds them (the env runners' copies are
+    inference-only: RLlib does not send them the critic)."""
+    from derby_envs.core.rllib import SHARED_POLICY
+
+    state = algo.learner_group.get_state(components=f"learner/rl_module/{SHARED_POLICY}")
+    module = state["learner"]["rl_module"][SHARED_POLICY]
+    return {k: np.asarray(v) for k, v in module.items()}
+
+
 def export_module(
     module: Any, cfg: RLlibTrainConfig, dest: Path, steps: int, extra_meta: dict | None = None
 ) -> Path:
-    """Write the shared RLlib module as a MaskablePPO ``.zip`` (same MLP: actor and critic
-    trunks, action and value heads), with ``derby_meta`` like the MaskablePPO trainer's.
+    """Write an RLlib module of the suite (:class:`MaskedPPOTorchRLModule`) as a MaskablePPO
+    ``.zip``; see :func:`export_weights`."""
+    from derby_envs.core.rllib import MaskedPPOTorchRLModule
+
+    if not isinstance(module, MaskedPPOTorchRLModule):
+        raise ConfigError(f"cannot export {type(module).__name__}: not the suite's masked module")
+    return export_weights(_module_weights(module), cfg, dest, steps, extra_meta)
+
+
+def export_weights(
+    weights: dict[str, np.ndarray],
+    cfg: RLlibTrainConfig,
+    dest: Path,
+    steps: int,
+    extra_meta: dict | None = None,
+) -> Path:
+    """Write the shared module's weights as a MaskablePPO ``.zip`` (same MLP: actor and
+    critic trunks, action and value heads), with ``derby_meta`` like the MaskablePPO
+    trainer's.
 
     Every loader of the suite (``PPOPolicy.load``: evaluate, play, watch, opponents=) and
     sb3-contrib's ``MaskablePPO.load`` read it; nothing in it is an RLlib pickle.
@@ -171,13 +198,9 @@ def export_module(
     import torch
     from sb3_contrib import MaskablePPO
 
-    from derby_envs.core.rllib import MaskedPPOTorchRLModule
     from training.train import env_class, save_model_atomic
 
-    if not isinstance(module, MaskedPPOTorchRLModule):
-        raise ConfigError(f"cannot export {type(module).__name__}: not the suite's masked module")
     game = cfg.make_game()
-    weights = _module_weights(module)
     hiddens = list(cfg.rllib.hiddens)
     activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg.rllib.activation]
     env = env_class(cfg.game)(**cfg.game_params)
@@ -196,7 +219,9 @@ def export_module(
     state = model.policy.state_dict()
     for ours, theirs in rename.items():
         for part in ("weight", "bias"):
-            src = weights[f"{theirs}.{part}"]
+            if f"{theirs}.{part}" not in weights:
+                raise ConfigError(f"cannot export: the module has no parameter {theirs}.{part}")
+            src = np.asarray(weights[f"{theirs}.{part}"], dtype=np.float32)
             if state[f"{ours}.{part}"].shape != src.shape:
                 raise ConfigError(
                     f"cannot export: RLlib parameter {theirs}.{part} has shape {src.shape}, the "
@@ -327,7 +352,14 @@ class RLlibTrainer:
                 if p.name.startswith(".tmp_"):
                     shutil.rmtree(p, ignore_errors=True)
             pool = json.loads((run / "pool.json").read_text())
-            return found[-1][2], pool
+            _, step, path = found[-1]
+            # The pool as of the checkpoint: snapshots taken after it (before a crash) are
+            # not part of the resumed run (their files stay; they are taken again).
+            pool["snapshots"] = [s for s in pool["snapshots"] if int(s["step"]) <= step]
+            every = self._snap_every()
+            pool["next_snapshot_at"] = (step // every + 1) * every if every else None
+            write_json_atomic(run / "pool.json", pool)
+            return path, pool
         if run.exists() and (not run.is_dir() or any(p.name != ".lock" for p in run.iterdir())):
             raise ConfigError(
                 f"run directory {str(run)!r} is not empty: resume it with --resume, or give "
@@ -427,7 +459,7 @@ class RLlibTrainer:
                     self.checkpoint(algo, steps)
                     next_ckpt = (steps // every_ckpt + 1) * every_ckpt
                 if next_eval is not None and steps >= next_eval and steps < cfg.total_timesteps:
-                    self.evaluate(algo.get_module(SHARED_POLICY), steps, cfg.evaluation.deals)
+                    self.evaluate(learner_weights(algo), steps, cfg.evaluation.deals)
                     next_eval = (steps // every_eval + 1) * every_eval
         except KeyboardInterrupt:
             interrupted = True
@@ -436,11 +468,11 @@ class RLlibTrainer:
         if not last or last[-1][1] != steps:
             self.checkpoint(algo, steps)
         seconds = time.perf_counter() - t_start
-        module = algo.get_module(SHARED_POLICY)
-        final = export_module(module, cfg, self.run_dir / "final.zip", steps)
+        weights = learner_weights(algo)
+        final = export_weights(weights, cfg, self.run_dir / "final.zip", steps)
         results = {}
         if not interrupted and cfg.evaluation.final_deals:
-            results = self.evaluate(module, steps, cfg.evaluation.final_deals)
+            results = self.evaluate(weights, steps, cfg.evaluation.final_deals)
         algo.stop()
         summary = {
             "backend": "rllib",
@@ -473,10 +505,9 @@ class RLlibTrainer:
     def snapshot(self, algo: Any, steps: int) -> None:
         """Export the learner to snapshots/, list it in pool.json, add it to every env's pool
         (env runners on other machines read it from the same path: a shared file system)."""
-        from derby_envs.core.rllib import SHARED_POLICY
 
         rel = f"snapshots/snapshot_{steps:012d}.zip"
-        export_module(algo.get_module(SHARED_POLICY), self.cfg, self.run_dir / rel, steps)
+        export_weights(learner_weights(algo), self.cfg, self.run_dir / rel, steps)
         self.pool_state["snapshots"].append({"path": rel, "step": steps})
         every = self.cfg.opponents.self_play.every
         self.pool_state["next_snapshot_at"] = (steps // every + 1) * every
@@ -500,14 +531,16 @@ class RLlibTrainer:
             shutil.rmtree(old, ignore_errors=True)
         return folder / name
 
-    def evaluate(self, module: Any, steps: int, deals: int) -> dict[str, dict[str, Any]]:
+    def evaluate(
+        self, weights: dict[str, np.ndarray], steps: int, deals: int
+    ) -> dict[str, dict[str, Any]]:
         """Seat-rotated tournaments of the exported learner (deterministic) per field."""
         from agents.ppo import PPOPolicy
         from training.train import evaluate_policy
 
         cfg = self.cfg
         tmp = self.run_dir / ".eval_policy.zip"
-        export_module(module, cfg, tmp, steps)
+        export_weights(weights, cfg, tmp, steps)
         policy = PPOPolicy.load(tmp, self.game, name="learner")
         tmp.unlink(missing_ok=True)
         results = evaluate_policy(
