@@ -71,7 +71,7 @@ from derby_envs.core.policy import parse_policy_spec as parse_agent_spec  # noqa
 DEFAULTS: dict[str, dict[str, Any]] = {
     "kentucky_derby": {"iterations": 200},
     "derby": {"iterations": 100},
-    "demolition_derby": {"iterations": 100},
+    "demolition_derby": {"iterations": 60},
 }
 _GENERIC = {"iterations": 100}
 SELECTIONS = ("uct", "puct")
