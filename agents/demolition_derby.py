@@ -148,21 +148,6 @@ class DDTactical:
         self.quick = DDGreedy(game, noise=noise)  # the opponents' model: noisy greedy
         self._scratch = np.random.default_rng(0)
         self._value = self.quick.value.tolist()
-        designs = game.cards.designs
-        ongoing = frozenset(
-            d.index
-            for d in designs
-            if d.timing == "ongoing" and any(o.op == "modify_strength" for o in d.ops)
-        )
-        at_end = ongoing | frozenset(
-            d.index
-            for d in designs
-            if d.timing == "derby" and any(o.op in ("set_strength", "add_strength") for o in d.ops)
-        )
-        winif = frozenset(
-            d.index for d in designs if d.timing == "derby" and any(o.op == "win_if" for o in d.ops)
-        )
-        self._fast = (ongoing, at_end, min(game.cards.card_strength) >= 0, winif)
         self._mekk = game.params["variant"] == "mekk_mania"
         self._mekk_pool = game.cards.mekk_pool() if self._mekk else []
 
@@ -237,8 +222,8 @@ class DDTactical:
         c.events = []  # the simulation never reads the log
         c._masks = {}
         c._priv = {}
+        c._priv_src = None
         c._priv_base = {}
-        c._fast = self._fast
         return c
 
     def _resample(
@@ -391,79 +376,11 @@ class DDTactical:
 
 
 class _SimState(DemolitionDerbyState):
-    """A simulation copy: the engine's rules, with two shortcuts that change no outcome."""
-
-    # (designs that modify Strengths: ongoing, at the Derby end; printed >= 0; designs with a
-    # Derby win condition)
-    _fast: tuple
+    """A simulation copy: the engine's rules, with a shortcut that changes no outcome."""
 
     def _start_derby(self) -> None:
         """A Derby ended during the simulated turn is scored at once: dealing the next one
         is wasted (``DDTactical.action_values`` deals it when the simulation goes on)."""
-
-    def _compute_strengths(self, derby: bool) -> list[int]:
-        """The engine's Strengths, lineup by lineup (a lineup's Strengths depend only on its
-        own cards), skipping the modifier pass where no face-up card modifies any."""
-        ongoing, at_end, nonneg, _ = self._fast
-        mod = at_end if derby else ongoing
-        cs = self.game.cards
-        designs = cs.designs
-        cd = cs.card_design
-        fu = self.face_up
-        st = cs.card_strength[:]
-        for q, lineup in enumerate(self.lineups):
-            if not any(fu[c] and cd[c] in mod for c in lineup):
-                if not nonneg:
-                    for c in lineup:
-                        if st[c] < 0:
-                            st[c] = 0
-                continue
-            # the engine's pass for one lineup (DemolitionDerbyState._compute_strengths)
-            base = {c: st[c] for c in lineup}
-            mods = dict.fromkeys(lineup, 0)
-            for s in lineup:
-                if not fu[s]:
-                    continue
-                d = designs[cd[s]]
-                if d.timing == "ongoing":
-                    for op in d.ops:
-                        if op.op != "modify_strength" or not self._cond_ok(op.cond, q, s):
-                            continue
-                        amt = op.amount
-                        if op.per is not None:
-                            amt *= sum(1 for c in lineup if self._match_static(op.per, c, q, s))
-                        if op.scope == "self":
-                            mods[s] += amt
-                        else:
-                            for c in lineup:
-                                if c != s or op.scope == "all_yours":
-                                    mods[c] += amt
-                elif derby and d.timing == "derby":
-                    for op in d.ops:
-                        if op.op == "set_strength" and self._cond_ok(op.cond, q, s):
-                            base[s] = op.value
-                        elif op.op == "add_strength" and self._cond_ok(op.cond, q, s):
-                            base[s] += op.value
-            for c in lineup:
-                v = base[c] + mods[c]
-                st[c] = v if v > 0 else 0
-        return st
-
-    def _compute_derby_scores(self) -> tuple[list[int], list[int]]:
-        """The engine's Derby scores, testing conditions only on cards that have one."""
-        st = self._compute_strengths(derby=True)
-        totals = [sum(st[c] for c in lineup) for lineup in self.lineups]
-        winif = self._fast[3]
-        cs = self.game.cards
-        cd = cs.card_design
-        special = set()
-        for q, lineup in enumerate(self.lineups):
-            for s in lineup:
-                if cd[s] in winif and self.face_up[s]:
-                    for op in cs.designs[cd[s]].ops:
-                        if op.op == "win_if" and self._cond_ok(op.cond, q, s, totals):
-                            special.add(q)
-        return totals, sorted(special)
 
 
 # np.float32(0.3): the observation's "Instant pending" flag weight as the float32 path adds it

@@ -251,22 +251,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--positions", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--only", choices=("dd_tactical", "kd_value"), help="time one heuristic only")
     args = ap.parse_args(argv)
     results = {}
-    for n in (2, 4):
+    for n in (2, 4) if args.only != "kd_value" else ():
         g = make_game("demolition_derby", num_players=n)
         pos = positions(g, args.positions)
         results[f"dd_tactical {n}p"] = time_pair(
             RefDDTactical(g), make_policy("dd_tactical", g), pos, args.rounds
         )
-    g = make_game("kentucky_derby", num_players=5)
-    pos = positions(g, args.positions)
-    results["kd_value 5p"] = time_pair(
-        RefKDValue(g), lambda: make_policy("kd_value", g), pos, args.rounds, warm_new=True
-    )
-    results["kd_value 5p in play"] = time_in_play(
-        g, RefKDValue(g), make_policy("kd_value", g), args.positions
-    )
+    if args.only != "dd_tactical":
+        g = make_game("kentucky_derby", num_players=5)
+        pos = positions(g, args.positions)
+        results["kd_value 5p"] = time_pair(
+            RefKDValue(g), lambda: make_policy("kd_value", g), pos, args.rounds, warm_new=True
+        )
+        results["kd_value 5p in play"] = time_in_play(
+            g, RefKDValue(g), make_policy("kd_value", g), args.positions
+        )
     for name, r in results.items():
         line = f"{name:18s} reference median {r['reference']['median_us']:8.1f} us mean "
         line += f"{r['reference']['mean_us']:8.1f} us"

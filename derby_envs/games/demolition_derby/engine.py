@@ -132,6 +132,11 @@ TOTAL_CAP = 100
 
 
 _MEMO_CAP = 50_000  # lineup Strength memo entries kept (cleared when full)
+_ZERO_ONE = np.array([0.0, 1.0], np.float32)
+# from this many players on, every player's private part is gathered from one shared vector
+# built once per hands (_private_source); with fewer, each is counted on its own (measured:
+# the shared build's fixed numpy cost pays off from 4 observers per hands)
+_SHARED_PRIVATE_MIN = 4
 
 
 class _Memo(dict):
@@ -258,14 +263,56 @@ class DemolitionDerbyGame(Game):
                         return None
         return _Memo()
 
-    def _design_cards(self, designs: frozenset[int]) -> frozenset[int]:
-        """The card ids of these designs (memoised per set)."""
-        memo = self.__dict__.setdefault("_design_cards_memo", {})
-        out = memo.get(designs)
-        if out is None:
-            cd = self.cards.card_design
-            out = memo[designs] = frozenset(c for c in range(len(cd)) if cd[c] in designs)
-        return out
+    def _cards_of(self, designs: frozenset[int]) -> frozenset[int]:
+        cd = self.cards.card_design
+        return frozenset(c for c in range(len(cd)) if cd[c] in designs)
+
+    @cached_property
+    def _modifier_cards(self) -> tuple[frozenset[int], frozenset[int]]:
+        """Card ids of ``_modifier_designs`` (Ongoing; Ongoing and Derby)."""
+        ongoing, at_end, _ = self._modifier_designs
+        return self._cards_of(ongoing), self._cards_of(at_end)
+
+    @cached_property
+    def _win_if_cards(self) -> frozenset[int]:
+        return self._cards_of(self._win_if_designs)
+
+    @cached_property
+    def _guard_cards(self) -> frozenset[int]:
+        """Card ids with an Ongoing protection."""
+        return self._cards_of(self._ongoing_protect_designs)
+
+    def _private_gather(self, known: int) -> tuple[np.ndarray, np.ndarray]:
+        """With ``known`` seats' hands known (relative seats 1..known): per player, where
+        each private value is taken from in a state's ``_private_source`` (n x private
+        size; the zero entry where nothing is), and which rows of the hands and unused
+        cards are unknown to each player (n x n+1, 0/1)."""
+        memo = self.__dict__.setdefault("_private_gather_memo", {})
+        hit = memo.get(known)
+        if hit is None:
+            n, D = self.num_players, self.num_designs
+            W = D + len(self.cards.types)
+            o = self._starts
+            u0 = (n + 1) * W  # unknown cards by player
+            f0 = u0 + n * W  # unknown-card fraction by player
+            zero, one = f0 + n, f0 + n + 1
+            gather = np.full((n, self.private_size), zero, np.intp)
+            rows = np.zeros((n, n + 1), np.float32)
+            cols = np.arange(W)
+            for p in range(n):
+                gather[p, o["hand"] : o["hand"] + D] = p * W + cols[:D]
+                for r in range(1, known + 1):
+                    k0 = o["known_hands"] + (r - 1) * D
+                    gather[p, k0 : k0 + D] = (p + r) % n * W + cols[:D]
+                    gather[p, o["known"] + r - 1] = one
+                for r in range(known + 1, n):
+                    rows[p, (p + r) % n] = 1.0
+                rows[p, n] = 1.0  # the unused cards
+                # unseen (D) and unseen_types (T) are contiguous
+                gather[p, o["unseen"] : o["unseen"] + W] = u0 + p * W + cols
+                gather[p, o["unknown_cards"]] = f0 + p
+            hit = memo[known] = (gather, rows)
+        return hit
 
     @cached_property
     def _win_if_designs(self) -> frozenset[int]:
@@ -495,11 +542,17 @@ class DemolitionDerbyState(State):
 
     # ----- caches ---------------------------------------------------------------------
     def _clear_caches(self) -> None:
+        """Drop every cache (anything may have changed, the hands included)."""
+        # every player's private part from the hands alone, in one vector (see
+        # _private_source); it lasts while the hands do
+        self._priv_src: np.ndarray | None = None
+        self._priv_base: dict[int, np.ndarray] = {}  # the same per player, with few players
+        self._clear_level_caches()
+
+    def _clear_level_caches(self) -> None:
+        """Drop what resolving a level can change (lineups, piles, choices), not the hands."""
         self._masks: dict[int, np.ndarray] = {}
         self._priv: dict[int, np.ndarray] = {}
-        # per player: the private part without this phase's own picks and choices (what a
-        # pick or a choice changes is laid over a copy of it)
-        self._priv_base: dict[int, np.ndarray] = {}
         self._pub: np.ndarray | None = None
         self._str: list[int] | None = None
         self._prot: list[tuple[int, int, Op]] | None = None
@@ -653,8 +706,10 @@ class DemolitionDerbyState(State):
                 if any(op.op == "protect" for op in d.ops):
                     self.turn_protect.append((self.owner[c], c, d.index))
         queue = [c for c in revealed if designs[cd[c]].has_instant and not self.instant_done[c]]
-        queue.sort(key=lambda c: -cs.card_strength[c])  # stable: seat, then deploy order
+        # descending Strength; reverse=True keeps equal Strengths in seat, then deploy order
+        queue.sort(key=cs.card_strength.__getitem__, reverse=True)
         self.queue = queue
+        self._clear_caches()  # the hands changed
         self._resolve()
 
     def _resolve(self) -> None:
@@ -662,7 +717,7 @@ class DemolitionDerbyState(State):
         cs = self.game.cards
         strength = cs.card_strength
         while True:
-            self._clear_caches()
+            self._clear_level_caches()  # levels never change the hands
             if not self.queue:
                 self._end_turn()
                 return
@@ -688,7 +743,7 @@ class DemolitionDerbyState(State):
             self.movers = sorted({t.player for t in tasks if t.opts is not None})
             if self.movers:
                 self.phase = CHOOSE
-                self._clear_caches()
+                self._clear_level_caches()
                 return
             self._apply_level()
 
@@ -770,7 +825,7 @@ class DemolitionDerbyState(State):
         fu, tt = self.face_up, self.this_turn
         # only face-up cards of these designs change a Strength: a lineup without one keeps
         # the printed Strengths (never below 0: printed Strengths are validated >= 0)
-        modcards = g._design_cards(g._modifier_designs[1 if derby else 0])
+        modcards = g._modifier_cards[1 if derby else 0]
         memo = g._strength_memo
         st = cs.card_strength[:]
         for q, lineup in enumerate(self.lineups):
@@ -850,7 +905,7 @@ class DemolitionDerbyState(State):
         cd = cs.card_design
         st = self._compute_strengths(derby=True)
         totals = [sum([st[c] for c in lineup]) for lineup in self.lineups]
-        winif = self.game._design_cards(self.game._win_if_designs)
+        winif = self.game._win_if_cards
         special = set()
         for q, lineup in enumerate(self.lineups):
             if winif.isdisjoint(lineup):
@@ -938,7 +993,7 @@ class DemolitionDerbyState(State):
             cs = self.game.cards
             cd = cs.card_design
             fu = self.face_up
-            guards = self.game._design_cards(self.game._ongoing_protect_designs)
+            guards = self.game._guard_cards
             out = []
             for p, src, d in self.turn_protect:
                 out += [(p, src, op) for op in cs.designs[d].ops if op.op == "protect"]
@@ -1165,7 +1220,8 @@ class DemolitionDerbyState(State):
                     swaps.append((e[1], e[2], e[3], e[4]))
             self.events += t.log
         self.tasks = []
-        piles_before = (self.discard_turn[:], self.discard[:])
+        # gains choose among the piles as they were before this level's discards
+        piles_before = (self.discard_turn[:], self.discard[:]) if gains else ((), ())
         for c, src in discards:
             q = self.owner[c]
             if q < 0:
@@ -1278,10 +1334,15 @@ class DemolitionDerbyState(State):
         g = self.game
         if self.phase == OVER:
             return np.zeros(g.private_size, np.float32)
-        base = self._priv_base.get(p)
-        if base is None:
-            base = self._priv_base[p] = self._build_private_base(p)
-        v = base.copy()
+        if g._n >= _SHARED_PRIVATE_MIN:
+            gather, _ = g._private_gather(min(self.turn, g._n - 1))
+            v = self._private_source().take(gather[p])
+        else:
+            base = self._priv_base.get(p)
+            if base is None:
+                base = self._priv_base[p] = self._build_private_base(p)
+            v = base.copy()
+        # what this phase's own picks and choices change, laid over the hands' part
         o = g._starts
         v[0] = p in self.movers
         picks = self.picks[p]
@@ -1303,15 +1364,49 @@ class DemolitionDerbyState(State):
                 v[o["decisions_left"]] = min(len(mine), 8) / 8
         return v
 
+    def _private_source(self) -> np.ndarray:
+        """What every player's private part is gathered from (``game._private_gather``),
+        built once while the hands last: the cards of each hand and the unused ones by
+        design then type (n+1 rows of W = D+T), each player's unknown cards by design then
+        type (n rows), each player's unknown-card fraction (n), then 0 and 1."""
+        src = self._priv_src
+        if src is None:
+            g = self.game
+            cs = g.cards
+            cd, ct = cs.card_design, cs.card_type
+            D, n = g.num_designs, g._n
+            W = D + len(cs.types)
+            idx: list[int] = []
+            for q, cards in enumerate((*self.hands, self.unused)):
+                b = q * W
+                idx += [b + cd[c] for c in cards]
+                b += D
+                idx += [b + ct[c] for c in cards]
+            seats = np.bincount(np.array(idx, np.intp), minlength=(n + 1) * W)
+            seats = seats.astype(np.float32).reshape(n + 1, W)
+            _, unknown_rows = g._private_gather(min(self.turn, n - 1))
+            unseen = unknown_rows @ seats  # small integers: exact in float32
+            # each unknown card has one type: the type counts sum to the unknown cards
+            frac = unseen[:, D:].sum(axis=1, dtype=np.float64) / cs.num_cards
+            if g.params["variant"] == "mekk_mania":
+                # also the cards still in the box: the whole pool minus what is known
+                unseen[:, :D] += g.pool_design_counts - np.bincount(
+                    np.array([cd[c] for c in self.deck], np.intp), minlength=D
+                ).astype(np.float32)
+            src = self._priv_src = np.concatenate(
+                (seats.ravel(), unseen.ravel(), frac.astype(np.float32), _ZERO_ONE)
+            )
+        return src
+
     def _build_private_base(self, p: int) -> np.ndarray:
-        """Player ``p``'s private part from the hands alone (no picks, choices or to_act)."""
+        """Player ``p``'s private part from the hands alone (no picks, choices or to_act),
+        on its own (cheaper than ``_private_source`` when few players observe)."""
         g = self.game
         cs = g.cards
         cd = cs.card_design
         o = g._starts
         D = g.num_designs
         n = g._n
-        size = g.private_size
         # every count is a list of indices, counted in one bincount (far cheaper than
         # element writes, on a list or on an array)
         h = o["hand"]
@@ -1326,9 +1421,8 @@ class DemolitionDerbyState(State):
         ct = cs.card_type
         idx += [u + cd[c] for c in unknown]
         idx += [t0 + ct[c] for c in unknown]
-        v = np.bincount(np.array(idx, np.intp), minlength=size).astype(np.float32)
+        v = np.bincount(np.array(idx, np.intp), minlength=g.private_size).astype(np.float32)
         if g.params["variant"] == "mekk_mania":
-            # also the cards still in the box: the whole pool minus what is known
             v[u : u + D] += g.pool_design_counts - np.bincount(
                 np.array([cd[c] for c in self.deck], np.intp), minlength=D
             ).astype(np.float32)
@@ -1371,26 +1465,35 @@ class DemolitionDerbyState(State):
         for q in special:
             head[o["special_win"] + q] = 1.0
         v[: len(head)] = head
-        # per slot: one column per feature, written with one fancy assignment each
-        at: list[int] = []
+        # per slot (a row of F features): the design one-hot, then the LINEUP_EXTRA values,
+        # all slots written with two fancy assignments
+        rows: list[int] = []
         cards: list[int] = []
-        L = o["lineups"]
         for q, lineup in enumerate(self.lineups):
-            a0 = L + q * S * F
-            at += range(a0, a0 + len(lineup) * F, F)
+            r0 = q * S
+            rows += range(r0, r0 + len(lineup))
             cards += lineup
         if cards:
             fu, tt = self.face_up, self.this_turn
-            pos = np.array(at)
-            v[pos + np.array([cd[c] for c in cards])] = 1.0
-            v[pos + D] = [fu[c] for c in cards]
-            v[pos + (D + 1)] = [tt[c] for c in cards]
-            v[pos + (D + 2)] = [c in queued for c in cards]
-            v[pos + (D + 5)] = [min(st[c], STRENGTH_CAP) / 4 for c in cards]
+            L = o["lineups"]
+            slots = v[L : L + n * S * F].reshape(n * S, F)  # a view
+            rows_a = np.array(rows, np.intp)
+            slots[rows_a, [cd[c] for c in cards]] = 1.0
             if self._protectors():
                 no_discard, no_swap = self._protected_vs_others()
-                v[pos + (D + 3)] = [c in no_discard for c in cards]
-                v[pos + (D + 4)] = [c in no_swap for c in cards]
+            else:
+                no_discard = no_swap = ()
+            feats: list[float] = []
+            for c in cards:
+                feats += (
+                    fu[c],
+                    tt[c],
+                    c in queued,
+                    c in no_discard,
+                    c in no_swap,
+                    min(st[c], STRENGTH_CAP) / 4,
+                )
+            slots[rows_a, D:] = np.array(feats, np.float32).reshape(-1, LINEUP_EXTRA)
         # counted on a list: one += on an array element costs as much as this whole loop
         counts = [0] * (2 * D)
         for c in self.discard:
