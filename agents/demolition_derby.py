@@ -283,6 +283,11 @@ class DDTactical:
         derby, turn = sim.derby, sim.turn
         wins_before = sim.wins[me]
         steps = 0
+        if sim.phase == DEPLOY and sim.game.picks_per_turn == 1 and len(sim.movers) > 1:
+            # one pick each: every mover's options are known now, so their noise is drawn in
+            # one call (the same doubles, in the same order, as one call per mover)
+            steps = len(sim.movers)
+            self._quick_deploy_all(sim, rng)
         while sim.phase != OVER and sim.derby == derby and sim.turn == turn and steps < 200:
             p = sim.movers[0]
             if sim.phase == DEPLOY:
@@ -303,6 +308,20 @@ class DDTactical:
         elif special:
             score -= 8.0
         return score
+
+    def _quick_deploy_all(self, sim: DemolitionDerbyState, rng: np.random.Generator) -> None:
+        """``_quick_deploy`` then ``_apply`` for every mover in turn (one pick each, none
+        made yet), with the noise of all of them drawn at once."""
+        cd = sim.game.cards.card_design
+        movers = sim.movers[:]
+        legals = [sorted({cd[c] for c in sim.hands[p]}) for p in movers]
+        noise = rng.normal(0, self.quick.noise, sum(map(len, legals))).tolist()
+        value = self._value
+        i = 0
+        for p, legal in zip(movers, legals, strict=True):
+            vals = [value[d] + z for d, z in zip(legal, noise[i : i + len(legal)], strict=True)]
+            i += len(legal)
+            sim._apply(p, legal[max(range(len(vals)), key=vals.__getitem__)])
 
     def _quick_deploy(self, sim: DemolitionDerbyState, p: int, rng: np.random.Generator) -> int:
         counts = sim._hand_counts(p, minus_picks=True)

@@ -1025,6 +1025,18 @@ class DemolitionDerbyState(State):
         r = (q - player) % g.num_players
         return g._offsets["target"] + r * g.slots + self.lineups[q].index(c)
 
+    def _target_options(self, cards: list[int], player: int) -> dict[int, int]:
+        """{target action: card} for lineup cards, as ``_target_action`` numbers them."""
+        g = self.game
+        n, S = g._n, g.slots
+        base = g._offsets["target"]
+        owner, lineups = self.owner, self.lineups
+        out = {}
+        for c in cards:
+            q = owner[c]
+            out[base + (q - player) % n * S + lineups[q].index(c)] = c
+        return out
+
     def _advance(self, t: Task) -> None:
         """Run task ``t`` until it needs a decision or is done (effects are only recorded)."""
         g = self.game
@@ -1050,17 +1062,18 @@ class DemolitionDerbyState(State):
                     continue
                 cands = self._lineup_cards(op.targets, t.player, t.card)
                 if op.select == "choose":
-                    if kind == "discard":
+                    if kind == "discard" and self._protectors():
                         cands = [c for c in cands if not self.protected(c, "discard", t.player)]
-                    opts = {self._target_action(c, t.player): c for c in cands}
+                    opts = self._target_options(cands, t.player)
                     if not self._offer(
                         t, op, opts, K_DISCARD if kind == "discard" else K_FACE_DOWN
                     ):
                         return
                     continue
                 chosen = self._mass_select(op.select, cands)
+                guarded = kind == "discard" and bool(self._protectors())
                 for c in chosen:
-                    if kind == "face_down" or not self.protected(c, "discard", t.player):
+                    if not guarded or not self.protected(c, "discard", t.player):
                         t.effects.append((kind, c, t.card))
                 t.i += 1
             elif kind == "gain":
@@ -1085,12 +1098,12 @@ class DemolitionDerbyState(State):
                         t.done = True  # fizzles
                         t.log.append(("fizzle", t.card))
                         return
-                    opts = {self._target_action(c, t.player): c for c in takes}
+                    opts = self._target_options(takes, t.player)
                     if not self._offer(t, op, opts, K_TAKE):
                         return
                 else:
                     gives = self._gives(op, t)
-                    opts = {self._target_action(c, t.player): c for c in gives}
+                    opts = self._target_options(gives, t.player)
                     if len(opts) > 1:
                         t.opts, t.kind, t.may = opts, K_GIVE, False
                         return
