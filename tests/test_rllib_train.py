@@ -256,3 +256,23 @@ def _check_restore_gives_the_checkpoint_weights(cfg, path):
         if "actor" in k or k.startswith("pi."):
             assert np.allclose(sampler[k], v), k
     assert any(not np.allclose(fresh[k], v) for k, v in saved.items())
+
+
+def test_sigterm_stops_with_a_checkpoint_and_the_export(tmp_path, local_ray):
+    import os
+    import signal
+    import threading
+
+    raw = {**copy.deepcopy(BASE), "run_dir": str(tmp_path / "run"), "total_timesteps": 10**6}
+    cfg = rllib_config_from_dict(raw)
+    before = signal.getsignal(signal.SIGTERM)
+    timer = threading.Timer(12.0, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        summary = train_rllib(cfg)
+    finally:
+        timer.cancel()
+    assert summary["interrupted"] and 0 < summary["steps"] < 10**6
+    assert checkpoints(tmp_path / "run")[-1][1] == summary["steps"]
+    assert (tmp_path / "run" / "final.zip").is_file()
+    assert signal.getsignal(signal.SIGTERM) == before  # the previous handler is back

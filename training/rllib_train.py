@@ -35,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -437,6 +438,9 @@ class RLlibTrainer:
         next_ckpt = (steps // every_ckpt + 1) * every_ckpt
         next_eval = (steps // every_eval + 1) * every_eval if every_eval else None
         t_start, steps_start, interrupted = time.perf_counter(), steps, False
+        from training.train import _stop_on_sigterm
+
+        previous = _stop_on_sigterm()  # kill PID stops like Ctrl-C: checkpoint, export
         try:
             while steps < cfg.total_timesteps:
                 t0 = time.perf_counter()
@@ -463,7 +467,10 @@ class RLlibTrainer:
                     next_eval = (steps // every_eval + 1) * every_eval
         except KeyboardInterrupt:
             interrupted = True
-            self.log("interrupted: saving a checkpoint")
+            self.log("interrupted: saving a checkpoint (continue with --resume)")
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
         last = checkpoints(self.run_dir)
         if not last or last[-1][1] != steps:
             self.checkpoint(algo, steps)
@@ -595,11 +602,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-progress", action="store_true", help="no progress lines")
     args = p.parse_args(argv)
     try:
-        run(args)
+        summary = run(args)
     except (ConfigError, ValueError, FileNotFoundError) as exc:
         print(f"training.rllib_train: error: {exc}", file=sys.stderr)
         return 2
-    return 0
+    return 130 if summary["interrupted"] else 0  # as the MaskablePPO trainer's Ctrl-C
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
