@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: where a CPU wheel of this release is on the machine pip takes it;
 	# an unpinned `torch` would pull the newest (multi-GB CUDA) build.
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[train,ecosystem,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[train,ecosystem,openspiel,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)

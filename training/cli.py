@@ -311,7 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser(
-        "bench", help="speed of engines and envs vs PettingZoo's connect_four and leduc_holdem"
+        "bench",
+        help="speed of engines, envs (vs PettingZoo's connect_four and leduc_holdem), heuristic "
+        "decisions, and MaskablePPO against random seats and against the strongest heuristics",
     )
     p.add_argument("--quick", action="store_true", help="seconds-long smoke run (what CI runs)")
     p.add_argument(
