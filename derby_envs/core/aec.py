@@ -36,6 +36,17 @@ ILLEGAL_ACTION_MODES = ("raise", "penalize", "replace")
 DEFAULT_MAX_CYCLES = 100_000
 
 
+#: The adapters' own options, in ``_init_game``'s order; every other keyword is the game's.
+_ENV_OPTIONS = (
+    "num_players",
+    "reward_mode",
+    "illegal_action",
+    "illegal_reward",
+    "render_mode",
+    "max_cycles",
+)
+
+
 def agent_name(player: int) -> str:
     return f"player_{player}"
 
@@ -79,6 +90,12 @@ class GameEnvMixin:
     game_state: State | None
     #: attributes restored when an env is unpickled mid-episode (besides the engine state)
     _episode_fields: ClassVar[tuple[str, ...]] = ()
+
+    def _setup(self, **options: Any) -> None:
+        """The constructors' one body: pickling arguments (EzPickle), then the game."""
+        EzPickle.__init__(self, **options)
+        game_params = {k: v for k, v in options.items() if k not in _ENV_OPTIONS}
+        self._init_game(*(options[k] for k in _ENV_OPTIONS), game_params)
 
     def _init_game(
         self,
@@ -277,8 +294,8 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         max_cycles: int = DEFAULT_MAX_CYCLES,
         **game_params: Any,
     ) -> None:
-        EzPickle.__init__(
-            self,
+        AECEnv.__init__(self)
+        self._setup(
             num_players=num_players,
             reward_mode=reward_mode,
             illegal_action=illegal_action,
@@ -286,16 +303,6 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
             render_mode=render_mode,
             max_cycles=max_cycles,
             **game_params,
-        )
-        AECEnv.__init__(self)
-        self._init_game(
-            num_players,
-            reward_mode,
-            illegal_action,
-            illegal_reward,
-            render_mode,
-            max_cycles,
-            game_params,
         )
         self.agents: list[str] = []
         self._decisions: dict[str, int] = {}

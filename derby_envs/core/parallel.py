@@ -54,8 +54,7 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
         max_cycles: int = DEFAULT_MAX_CYCLES,
         **game_params: Any,
     ) -> None:
-        EzPickle.__init__(
-            self,
+        self._setup(
             num_players=num_players,
             reward_mode=reward_mode,
             illegal_action=illegal_action,
@@ -63,15 +62,6 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
             render_mode=render_mode,
             max_cycles=max_cycles,
             **game_params,
-        )
-        self._init_game(
-            num_players,
-            reward_mode,
-            illegal_action,
-            illegal_reward,
-            render_mode,
-            max_cycles,
-            game_params,
         )
         self.agents: list[str] = []
         self._wait_mask = np.zeros(self.game.num_actions, np.int8)
