@@ -46,7 +46,13 @@ determinization, so it never uses what the searching player does not know either
 probability ``prior_weight`` at every new node, the rest spread uniformly; PUCT uses it as its
 prior and UCT tries that move first.
 
-Budget: ``iterations`` (default per game, see ``DEFAULTS``) and/or ``max_time`` seconds per
+**Presets.** ``preset="default"`` takes the game's tuned options (:func:`game_defaults`: e.g.
+Kentucky Derby models the other bettors as ``kd_value``, Derby uses ``derby_exchange`` as its
+PUCT prior, Demolition Derby plays out with ``dd_greedy`` over about one Derby); ``"plain"``
+is the generic search (random playouts to the end, valued by the game's ``"win"``). Options
+given by name override the preset.
+
+Budget: ``iterations`` (default per game) and/or ``max_time`` seconds per
 decision (checked between simulations; at least one simulation runs). With ``max_time`` unset
 the policy is reproducible: all its randomness comes from the ``rng`` it is given. A decision
 with one legal action is answered without search.
@@ -66,14 +72,63 @@ from derby_envs.core.game import Game, State
 from derby_envs.core.policy import choose
 from derby_envs.core.policy import parse_policy_spec as parse_agent_spec  # noqa: F401
 
-#: per-game defaults (sized so a median decision takes <= 0.25 s on a loaded 2-core machine;
-#: see docs/search.md)
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "kentucky_derby": {"iterations": 200},
-    "derby": {"iterations": 100},
-    "demolition_derby": {"iterations": 60},
+_UNSET: Any = object()
+
+#: the options every preset starts from (``preset="plain"`` is just these)
+GENERIC: dict[str, Any] = {
+    "iterations": 100,
+    "max_time": None,
+    "c": 0.7,
+    "selection": "uct",
+    "rollout": "random",
+    "rollout_depth": None,
+    "prior": None,
+    "opponents": None,
+    "prior_weight": 0.5,
+    "value_mode": None,
+    "value_scale": 1.0,
+    "keys": "root",
+    "final": "visits",
 }
-_GENERIC = {"iterations": 100}
+
+
+def game_defaults(game: Game) -> dict[str, Any]:
+    """The tuned options of ``preset="default"`` for ``game`` (measured in docs/search.md:
+    median decision about 0.25 s on the project's loaded 2-core machine)."""
+    n = game.num_players
+    if game.name == "kentucky_derby":
+        # a search against a kd_value field: the others bet as kd_value, kd_value's bet is
+        # the prior, playouts run about one race and are valued in chips (a bankroll = 1)
+        return {
+            "iterations": 200,
+            "opponents": "kd_value",
+            "prior": "kd_value",
+            "selection": "puct",
+            "rollout": "kd_value",
+            "rollout_depth": n,
+            "value_mode": "chips",
+            "value_scale": float(game.params["bankroll"]),
+        }
+    if game.name == "derby":
+        # random playouts alone lose to derby_exchange: its move is a strong PUCT prior
+        return {
+            "iterations": 60,
+            "prior": "derby_exchange",
+            "selection": "puct",
+            "prior_weight": 0.8,
+        }
+    if game.name == "demolition_derby":
+        # dd_greedy playouts over about one Derby, valued by the Derbies won
+        return {
+            "iterations": 60,
+            "rollout": "dd_greedy",
+            "rollout_depth": 8 * n,
+            "value_mode": "derbies",
+        }
+    return {}
+
+
+PRESETS = ("default", "plain")
 SELECTIONS = ("uct", "puct")
 KEYS = ("root", "mover")
 FINALS = ("visits", "value")
@@ -175,6 +230,9 @@ class ISMCTSPolicy:
 
     Args:
         game: the Game.
+        preset: ``"default"``: the game's tuned options (:func:`game_defaults`); ``"plain"``:
+            random playouts valued by the game's first reward mode (:data:`GENERIC`). Every
+            option given overrides the preset.
         iterations: simulations per decision (None: only ``max_time`` bounds the search).
         max_time: optional wall-clock budget in seconds per decision.
         c: exploration constant (UCT: ``c * sqrt(ln(avail) / visits)``; PUCT:
@@ -197,23 +255,33 @@ class ISMCTSPolicy:
     def __init__(
         self,
         game: Game,
-        iterations: int | None = -1,
-        max_time: float | None = None,
-        c: float = 0.7,
-        selection: str = "uct",
-        rollout: Any = "random",
-        rollout_depth: int | None = None,
-        prior: Any = None,
-        opponents: Any = None,
-        prior_weight: float = 0.5,
-        value_mode: str | None = None,
-        value_scale: float = 1.0,
-        keys: str = "root",
-        final: str = "visits",
+        preset: str = "default",
+        iterations: int | None = _UNSET,
+        max_time: float | None = _UNSET,
+        c: float = _UNSET,
+        selection: str = _UNSET,
+        rollout: Any = _UNSET,
+        rollout_depth: int | None = _UNSET,
+        prior: Any = _UNSET,
+        opponents: Any = _UNSET,
+        prior_weight: float = _UNSET,
+        value_mode: str | None = _UNSET,
+        value_scale: float = _UNSET,
+        keys: str = _UNSET,
+        final: str = _UNSET,
     ) -> None:
-        defaults = DEFAULTS.get(game.name, _GENERIC)
-        if isinstance(iterations, int) and not isinstance(iterations, bool) and iterations == -1:
-            iterations = defaults["iterations"]
+        given = {k: v for k, v in locals().items() if v is not _UNSET and k in GENERIC}
+        preset = _check_choice("preset", preset, PRESETS)
+        tuned = game_defaults(game) if preset == "default" else {}
+        #: the options in force (preset, then the caller's)
+        self.options = {**GENERIC, **tuned, **given}
+        o = self.options
+        iterations, max_time, c, selection = o["iterations"], o["max_time"], o["c"], o["selection"]
+        rollout, rollout_depth, prior, opponents = (
+            o["rollout"], o["rollout_depth"], o["prior"], o["opponents"]
+        )  # fmt: skip
+        prior_weight, value_mode, value_scale = o["prior_weight"], o["value_mode"], o["value_scale"]
+        keys, final = o["keys"], o["final"]
         self.iterations = _check_int("iterations", iterations, 1, allow_none=True)
         self.max_time = _check_number("max_time", max_time, 0.0, True, True)
         if self.iterations is None and self.max_time is None:

@@ -194,7 +194,7 @@ def test_simultaneous_opponents_do_not_see_the_root_choice():
     state = game.new_initial_state(seed=0)
     p = state.current_players()[0]
     assert len(state.current_players()) == 3
-    policy = ISMCTSPolicy(game, iterations=300)
+    policy = ISMCTSPolicy(game, preset="plain", iterations=300)
     table, root = policy._search(state, p, np.random.default_rng(0), 300, None)
     root_view = state.observation(p).tobytes()
     opp_nodes = [k for k, node in table.items() if node.player != p]
@@ -204,7 +204,7 @@ def test_simultaneous_opponents_do_not_see_the_root_choice():
     for k in first_round:
         assert table[k].visits.sum() > 100
     # "mover" keys: the opponents key by their own view, which also excludes the root's bet
-    mover = ISMCTSPolicy(game, iterations=300, keys="mover")
+    mover = ISMCTSPolicy(game, preset="plain", iterations=300, keys="mover")
     table, _ = mover._search(state, p, np.random.default_rng(0), 300, None)
     for q in (q for q in range(3) if q != p):
         assert table[(q, state.observation(q).tobytes(), 0)].visits.sum() > 100
@@ -220,10 +220,23 @@ def test_opponent_model_keeps_only_the_searchers_nodes():
     assert root.visits.sum() == 60
     assert state.is_legal(p, policy.act_state(state, p, np.random.default_rng(0)))
     # without a model the other bettors get nodes of their own
-    table, _ = ISMCTSPolicy(game, iterations=60)._search(
-        state, p, np.random.default_rng(0), 60, None
-    )
+    plain = ISMCTSPolicy(game, preset="plain", iterations=60)
+    table, _ = plain._search(state, p, np.random.default_rng(0), 60, None)
     assert {node.player for node in table.values()} - {p}
+
+
+def test_presets():
+    for name, n in (("kentucky_derby", 5), ("derby", 4), ("demolition_derby", 4)):
+        game = make_game(name, num_players=n)
+        tuned = make_policy("ismcts", game)
+        plain = make_policy("ismcts", game, preset="plain")
+        assert tuned.options != plain.options
+        assert plain.options["rollout"] == "random" and plain.rollout is None
+        assert plain.options["prior"] is None and plain.options["opponents"] is None
+        # a given option wins over the preset, also an explicit None
+        assert make_policy("ismcts", game, prior=None, opponents=None).prior is None
+    kd = make_policy("ismcts", make_game("kentucky_derby", num_players=5, bankroll=30))
+    assert kd.value_mode == "chips" and kd.value_scale == 30.0 and kd.rollout_depth == 5
 
 
 def test_time_budget():
@@ -263,7 +276,8 @@ def test_time_budget():
         ({"rollout": "no_such_agent"}, "no_such_agent"),
         ({"rollout": 3}, "neither a policy name nor a policy object"),
         ({"opponents": "search"}, "search agent"),
-        ({"iteration": 10}, "allowed: iterations"),
+        ({"iteration": 10}, "allowed: preset, iterations"),
+        ({"preset": "strong"}, "default, plain"),
     ],
 )
 def test_bad_options_are_named(options, needle):
@@ -311,7 +325,7 @@ def test_options_in_the_name_everywhere():
     p = make_policy("ismcts:iterations=9,rollout=kd_value,c=1.5", game)
     assert (p.iterations, p.c, type(p.rollout).__name__) == (9, 1.5, "KDValue")
     assert resolve_policy("ismcts:iterations=9", game, iterations=4).iterations == 4
-    with pytest.raises(InvalidParameterError, match="allowed: iterations"):
+    with pytest.raises(InvalidParameterError, match="allowed: preset, iterations"):
         make_policy("ismcts:iteration=9", game)
     env = gymnasium.make(
         "derby_envs/KentuckyDerby-v0", num_players=3, opponents="ismcts:iterations=3"

@@ -183,7 +183,8 @@ def test_openspiel_ismcts_as_a_suite_policy_is_reproducible():
 def _cross_check(name, n, iterations, deals, **kw):
     game = make_game(name, num_players=n, **kw)
     policies = {
-        "ismcts": make_policy("ismcts", game, iterations=iterations),
+        # like for like: random playouts to the end, no priors (OpenSpiel's bot has neither)
+        "ismcts": make_policy("ismcts", game, preset="plain", iterations=iterations),
         "openspiel_ismcts": make_policy("openspiel_ismcts", game, iterations=iterations),
     }
     lineup = ["ismcts"] + ["openspiel_ismcts"] * (n - 1)
