@@ -268,10 +268,9 @@ class DemolitionDerbyGame(Game):
         return frozenset(c for c in range(len(cd)) if cd[c] in designs)
 
     @cached_property
-    def _modifier_cards(self) -> tuple[frozenset[int], frozenset[int]]:
-        """Card ids of ``_modifier_designs`` (Ongoing; Ongoing and Derby)."""
-        ongoing, at_end, _ = self._modifier_designs
-        return self._cards_of(ongoing), self._cards_of(at_end)
+    def _modifier_cards(self) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+        """Card ids of ``_modifier_designs`` (Ongoing; Ongoing and Derby; Derby)."""
+        return tuple(self._cards_of(x) for x in self._modifier_designs)  # type: ignore[return-value]
 
     @cached_property
     def _win_if_cards(self) -> frozenset[int]:
@@ -825,9 +824,15 @@ class DemolitionDerbyState(State):
         fu, tt = self.face_up, self.this_turn
         # only face-up cards of these designs change a Strength: a lineup without one keeps
         # the printed Strengths (never below 0: printed Strengths are validated >= 0)
-        modcards = g._modifier_cards[1 if derby else 0]
         memo = g._strength_memo
-        st = cs.card_strength[:]
+        if derby and self._str is not None:
+            # the Derby pass differs from the current Strengths only in lineups holding a
+            # Derby ability that changes a base Strength
+            modcards = g._modifier_cards[2]
+            st = self._str[:]
+        else:
+            modcards = g._modifier_cards[1 if derby else 0]
+            st = cs.card_strength[:]
         for q, lineup in enumerate(self.lineups):
             if modcards.isdisjoint(lineup):  # a C-speed test: most lineups have none
                 continue
