@@ -22,6 +22,10 @@ Measured 2026-12-01 on the 2-core dev machine (400 positions, 3 rounds), same ru
 * load ~7 (other jobs): dd_tactical 2p median 7612 -> 1074 us (x7.1), mean x2.5; 4p median
   7289 -> 969 us (x7.5), mean x2.4 (the copy-per-action reference suffers most from the load);
   kd_value 5p in play median 66 -> 1.7 us (x39), mean 297 -> 17 us (x17).
+* after the engine work of the afternoon (``--only dd_tactical``, 400 positions, 3 rounds,
+  load ~2.5): dd_tactical 2p median 1569 -> 655 us (x2.4), mean 1710 -> 695 (x2.5); 4p median
+  1617 -> 651 us (x2.5), mean 1787 -> 702 (x2.5). The 10x target (<= 0.2 ms) is missed by
+  ~3.3x: ~8 simulated turns a decision, ~60% of the time the engine's resolution of them.
 """
 
 from __future__ import annotations
