@@ -12,8 +12,10 @@ what both trainers count):
   (whole iterations: sampling, weight sync, learner update),
 * ``sb3``: MaskablePPO ``learn()`` on the Gymnasium view with the same field, batch and epochs,
 
-and where RLlib's iteration time goes (sampling vs learner update). Every figure is the median
-of ``--repeats`` timed windows; ratios are to ``rllib_1`` of the same case.
+and where RLlib's iteration time goes (sampling vs learner update), and the CPU the runners
+really got (on a shared machine two runners may get less than two cores: env steps per
+runner-CPU-second is what carries over to idle cores). Every figure is the median of
+``--repeats`` timed windows; ratios are to ``rllib_1`` of the same case.
 """
 
 from __future__ import annotations
@@ -67,15 +69,25 @@ def rllib_rates(
     config.training(train_batch_size_per_learner=batch, minibatch_size=batch, num_epochs=1)
     config.debugging(seed=0, log_level="ERROR")
     algo = config.build_algo()
+
+    def runner_cpu() -> float:  # CPU seconds of the sampling processes (remote runners)
+        times = algo.env_runner_group.foreach_env_runner(
+            lambda r: time.process_time(), local_env_runner=False
+        )
+        return float(sum(times))
+
     try:
         algo.train()  # warm-up: actors started, first episodes under way
         rates, sample_share = [], []
         last = None
+        cpu0, wall0, steps0 = runner_cpu(), time.perf_counter(), None
         for _ in range(repeats):
             t0 = time.perf_counter()
             result = algo.train()
             dt = time.perf_counter() - t0
             steps = int(result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
+            if steps0 is None:
+                steps0 = steps - batch
             if last is not None:
                 rates.append((steps - last) / dt)
             else:
@@ -86,9 +98,14 @@ def rllib_rates(
             learn = timers.get("learner_update_timer")
             if sample is not None and learn is not None:
                 sample_share.append(sample / max(sample + learn, 1e-9))
+        wall, cpu = time.perf_counter() - wall0, runner_cpu() - cpu0
         return {
             "steps_per_s": statistics.median(rates),
             "sampling_share": statistics.median(sample_share) if sample_share else float("nan"),
+            # cores the runners actually got (a shared machine gives less than it has), and
+            # what one runner-CPU-second yields: the figure that carries to idle cores
+            "runner_cores": cpu / wall,
+            "steps_per_runner_cpu_s": (last - steps0) / max(cpu, 1e-9),
         }
     finally:
         algo.stop()
@@ -151,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                 r = rllib_rates(game, n, field, runners, args.envs, batch, args.repeats)
                 row[f"rllib_{runners}"] = r["steps_per_s"]
                 row[f"rllib_{runners}_sampling_share"] = r["sampling_share"]
+                row[f"rllib_{runners}_runner_cores"] = r["runner_cores"]
+                row[f"rllib_{runners}_steps_per_runner_cpu_s"] = r["steps_per_runner_cpu_s"]
             row["sb3"] = sb3_rate(game, n, field, args.envs, batch, args.repeats)
             row["rllib_2_over_1"] = row["rllib_2"] / row["rllib_1"]
             row["sb3_over_rllib_1"] = row["sb3"] / row["rllib_1"]
@@ -160,7 +179,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{row['rllib_1']:.0f}/s (sampling {row['rllib_1_sampling_share']:.0%}), "
                 f"2 runners {row['rllib_2']:.0f}/s ({row['rllib_2_over_1']:.2f}x, sampling "
                 f"{row['rllib_2_sampling_share']:.0%}) | sb3 {row['sb3']:.0f}/s "
-                f"({row['sb3_over_rllib_1']:.2f}x RLlib 1)",
+                f"({row['sb3_over_rllib_1']:.2f}x RLlib 1) | runners got "
+                f"{row['rllib_1_runner_cores']:.2f} / {row['rllib_2_runner_cores']:.2f} cores, "
+                f"{row['rllib_1_steps_per_runner_cpu_s']:.0f} / "
+                f"{row['rllib_2_steps_per_runner_cpu_s']:.0f} env steps per runner-CPU-second",
                 flush=True,
             )
     finally:
