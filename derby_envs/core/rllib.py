@@ -53,7 +53,6 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.utils.torch_utils import FLOAT_MIN
-from ray.tune.registry import register_env
 
 from derby_envs.core.aec import DEFAULT_MAX_CYCLES, GameEnvMixin, agent_name
 from derby_envs.core.errors import InvalidParameterError
@@ -330,6 +329,8 @@ def register_envs() -> list[str]:
     """Register every game with Ray Tune's registry as ``derby_envs/<game>-rllib-v0``, so that
     ``config.environment("derby_envs/kentucky_derby-rllib-v0", env_config={...})`` works.
     Returns the names."""
+    from ray.tune.registry import register_env
+
     names = []
     for game in GAMES:
 
