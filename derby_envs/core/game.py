@@ -25,6 +25,7 @@ Conventions every engine follows:
 from __future__ import annotations
 
 import copy
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -184,12 +185,8 @@ class State(ABC):
         Raises:
             IllegalActionError: the action is not legal (the state is unchanged).
         """
-        try:
-            a = int(action)
-            ok = a == action and self.is_legal(player, a)
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
+        a = as_action(action)
+        if a is None or not self.is_legal(player, a):
             raise IllegalActionError(
                 player,
                 action,
@@ -249,6 +246,18 @@ class State(ABC):
     @abstractmethod
     def _load(self, payload: Mapping[str, Any]) -> None:
         """Inverse of ``_dump`` on a blank state (``game`` and ``rng`` already set)."""
+
+
+def as_action(action: Any) -> int | None:
+    """The integer id of ``action`` (ints, numpy integers, 0-d integer arrays), else None.
+
+    Bools and floats are refused: ``True`` or ``2.0`` as an action id is a caller's bug."""
+    if isinstance(action, bool | np.bool_):
+        return None
+    try:
+        return operator.index(action)
+    except TypeError:
+        return None
 
 
 # ----- saved-state validation (used by state_from_dict and the engines' _load) ------------
