@@ -53,6 +53,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from training.evaluate import run_tournament
 
@@ -67,7 +77,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from training.evaluate import check_out_dir
 
         check_out_dir(args.out, game.name, len(lineup))
-    result = run_tournament(game, lineup, args.deals, seed=args.seed, progress=not args.quiet)
+    result = run_tournament(
+        game, lineup, args.deals, seed=args.seed, progress=not args.quiet, workers=args.workers
+    )
     print(result.markdown())
     print(f"\n({result.seconds:.1f} s)")
     if args.out:
@@ -309,6 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default=None, help="directory for the .md/.csv/.json results")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        help="worker processes playing the games (same results as 1; for search agents)",
+    )
     p.set_defaults(func=cmd_evaluate)
     p = sub.add_parser(
         "bench",

@@ -268,6 +268,7 @@ def run_tournament(
     progress: bool = True,
     policies: dict[str, Any] | None = None,
     on_game: Callable[[dict[str, Any]], None] | None = None,
+    workers: int = 1,
 ) -> TournamentResult:
     """Play ``deals`` deal seeds, each in every seat arrangement; see the module docstring.
 
@@ -275,7 +276,16 @@ def run_tournament(
     :func:`load_agent`). ``on_game``, if given, is called after every game with a record
     ``{"deal", "deal_seed", "arrangement", "labels", "agent_seed", "winners", "scores",
     "ranks", "steps"}`` (``labels[seat]`` = the agent in that seat).
+
+    ``workers > 1`` plays the games in that many worker processes (forked, so the loaded
+    policies are shared): every game's chance and agent randomness come from its deal and seat
+    arrangement only, and results are gathered in the serial order, so the result is the same
+    as with one worker. Worth it for search agents, whose games take seconds.
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidParameterError(
+            f"parameter 'workers': got {workers!r}, expected an integer >= 1"
+        )
     n = game.num_players
     if len(lineup) != n:
         raise InvalidParameterError(
@@ -300,6 +310,7 @@ def run_tournament(
 
         bar = tqdm(total=total, desc=f"{game.name} tournament", unit="game", leave=False)
     t0 = time.perf_counter()
+    results = _play_all(game, lineup, arr, policies, deals, seed, workers)
     for d in range(deals):
         deal_seed = seed * 1_000_003 + d
         mine = {label: [] for label in stats}  # this deal's scores per label, over arrangements
@@ -307,7 +318,7 @@ def run_tournament(
         for a_idx, perm in enumerate(arr):
             labels = [lineup[i] for i in perm]
             agent_seed = (deal_seed, a_idx)
-            res = play_game(game, [policies[x] for x in labels], deal_seed, agent_seed)
+            res = next(results)
             k = len(res["winners"])
             for seat, label in enumerate(labels):
                 st = stats[label]
@@ -357,6 +368,32 @@ def run_tournament(
         seconds=time.perf_counter() - t0,
         rows=rows,
     )
+
+
+_JOBS: tuple | None = None  # (game, policies, lineup, arrangements, seed) for the workers
+
+
+def _job(index: tuple[int, int]) -> dict[str, Any]:
+    game, policies, lineup, arr, seed = _JOBS
+    d, a_idx = index
+    deal_seed = seed * 1_000_003 + d
+    labels = [lineup[i] for i in arr[a_idx]]
+    return play_game(game, [policies[x] for x in labels], deal_seed, (deal_seed, a_idx))
+
+
+def _play_all(game, lineup, arr, policies, deals, seed, workers):
+    """The games' results in serial order (deal-major), from ``workers`` processes."""
+    global _JOBS
+    jobs = [(d, a) for d in range(deals) for a in range(len(arr))]
+    _JOBS = (game, policies, list(lineup), arr, seed)
+    if workers == 1 or len(jobs) == 1:
+        yield from map(_job, jobs)
+        return
+    import multiprocessing
+
+    # fork: the workers inherit the loaded policies (_JOBS) instead of unpickling them
+    with multiprocessing.get_context("fork").Pool(min(workers, len(jobs))) as pool:
+        yield from pool.imap(_job, jobs, chunksize=1)
 
 
 def _rate(model: Any, ratings: dict[str, Any], labels: list[str], ranks: list[int]) -> None:
