@@ -276,3 +276,21 @@ def test_sigterm_stops_with_a_checkpoint_and_the_export(tmp_path, local_ray):
     assert checkpoints(tmp_path / "run")[-1][1] == summary["steps"]
     assert (tmp_path / "run" / "final.zip").is_file()
     assert signal.getsignal(signal.SIGTERM) == before  # the previous handler is back
+
+
+def test_derby_envs_train_runs_an_rllib_config(tmp_path, local_ray, capsys):
+    import yaml
+
+    from training.cli import main as cli_main
+
+    path = tmp_path / "rllib.yaml"
+    path.write_text(yaml.safe_dump(_cfg(logging={"tensorboard": False, "progress_bar": True})))
+    run = tmp_path / "run"
+    assert cli_main(["train", "--config", str(path), "--run-dir", str(run)]) == 0
+    assert (run / "final.zip").is_file() and checkpoints(run)
+    resumed = ["train", "--resume", "--run-dir", str(run), "--total-timesteps", "200"]
+    assert cli_main(resumed) == 0
+    assert "resumed from" in capsys.readouterr().out
+    path.write_text(yaml.safe_dump(_cfg(rllib__num_env_runner=1)))
+    assert cli_main(["train", "--config", str(path), "--run-dir", str(tmp_path / "r2")]) == 2
+    assert "'rllib.num_env_runner'" in capsys.readouterr().err

@@ -264,12 +264,22 @@ def _add_human_commands(sub: Any) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """MaskablePPO training from a YAML config (or resuming a run directory)."""
+    """MaskablePPO training from a YAML config (or resuming a run directory); a config with
+    ``backend: rllib`` trains on Ray RLlib instead (training/rllib_train.py)."""
     from pathlib import Path
 
     from training.config import ConfigError, load_config
+    from training.rllib_config import is_rllib_config, read_yaml
     from training.train import train
 
+    source = args.config or (
+        str(Path(args.run_dir) / "config.yaml") if args.resume and args.run_dir else None
+    )
+    if source is not None and Path(source).is_file() and is_rllib_config(read_yaml(source)):
+        from training.rllib_train import run as run_rllib
+
+        summary = run_rllib(args)  # backend: rllib (docs/scale.md); same options
+        return 130 if summary["interrupted"] else 0
     overrides = list(args.set)
     if args.run_dir is not None:
         overrides.append(f"run_dir={json.dumps(args.run_dir)}")
@@ -364,6 +374,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a config key, e.g. --set ppo.learning_rate=1e-4 (repeatable)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--address",
+        default=None,
+        help="backend: rllib configs: the Ray cluster to join (default: $RAY_ADDRESS, else a "
+        "local Ray; docs/scale.md)",
+    )
     p.set_defaults(func=cmd_train)
     _add_human_commands(sub)
     return parser
