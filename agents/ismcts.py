@@ -53,7 +53,8 @@ is the generic search (random playouts to the end, valued by the game's ``"win"`
 given by name override the preset.
 
 Budget: ``iterations`` (default per game) and/or ``max_time`` seconds per
-decision (checked between simulations; at least one simulation runs). With ``max_time`` unset
+decision (checked between simulations; at least one simulation runs; ``max_time`` alone
+lifts the preset's iteration count). With ``max_time`` unset
 the policy is reproducible: all its randomness comes from the ``rng`` it is given. A decision
 with one legal action is answered without search.
 """
@@ -273,6 +274,8 @@ class ISMCTSPolicy:
         given = {k: v for k, v in locals().items() if v is not _UNSET and k in GENERIC}
         preset = _check_choice("preset", preset, PRESETS)
         tuned = game_defaults(game) if preset == "default" else {}
+        if "max_time" in given and "iterations" not in given:
+            given["iterations"] = None  # a time budget alone: no iteration cap from the preset
         #: the options in force (preset, then the caller's)
         self.options = {**GENERIC, **tuned, **given}
         o = self.options

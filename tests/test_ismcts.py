@@ -241,7 +241,8 @@ def test_presets():
 
 def test_time_budget():
     game = make_game("demolition_derby", num_players=2)
-    policy = make_policy("ismcts", game, iterations=None, max_time=0.2)
+    policy = make_policy("ismcts", game, max_time=0.2)
+    assert policy.iterations is None  # a time budget alone is not capped by the preset
     state = _positions(game, seed=1, count=1)[0]
     p = state.current_players()[0]
     t = time.perf_counter()
