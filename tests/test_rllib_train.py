@@ -294,3 +294,7 @@ def test_derby_envs_train_runs_an_rllib_config(tmp_path, local_ray, capsys):
     path.write_text(yaml.safe_dump(_cfg(rllib__num_env_runner=1)))
     assert cli_main(["train", "--config", str(path), "--run-dir", str(tmp_path / "r2")]) == 2
     assert "'rllib.num_env_runner'" in capsys.readouterr().err
+    sb3 = tmp_path / "sb3.yaml"
+    sb3.write_text(yaml.safe_dump({"game": "derby", "total_timesteps": 64}))
+    assert cli_main(["train", "--config", str(sb3), "--address", "auto"]) == 2
+    assert "--address is for backend: rllib" in capsys.readouterr().err

@@ -280,6 +280,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         summary = run_rllib(args)  # backend: rllib (docs/scale.md); same options
         return 130 if summary["interrupted"] else 0
+    if args.address is not None:
+        raise ConfigError("--address is for backend: rllib configs (docs/scale.md)")
     overrides = list(args.set)
     if args.run_dir is not None:
         overrides.append(f"run_dir={json.dumps(args.run_dir)}")
