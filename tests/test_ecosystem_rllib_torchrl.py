@@ -1,11 +1,11 @@
-"""RLlib and TorchRL without glue: the examples of docs/ecosystem_parts/rllib_torchrl.md run as
-written, and the RLlib adapter keeps RLlib's multi-agent conventions on every game."""
+"""RLlib and TorchRL without glue: the RLlib adapter keeps RLlib's multi-agent conventions on
+every game, and TorchRL rolls out every game (docs/ecosystem.md's examples, these two libraries'
+among them, run in tests/test_ecosystem.py)."""
 
 from __future__ import annotations
 
 import pickle
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +17,6 @@ from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.rllib import DerbyMultiAgentEnv, MaskedPPOTorchRLModule, module_spec
 from derby_envs.registry import get_game_class
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "ecosystem_parts" / "rllib_torchrl.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
 GAMES = sorted(derby_envs.GAMES)
 #: every game at its smallest and largest table, in every reward mode
 CASES = [
@@ -29,19 +27,6 @@ CASES = [
 ]
 
 
-def test_doc_has_both_libraries():
-    text = DOC.read_text()
-    assert "## TorchRL" in text and "## RLlib" in text
-    assert len(BLOCKS) >= 3
-
-
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_doc_example_runs(index, capsys):
-    exec(compile(BLOCKS[index], f"{DOC.name} example {index + 1}", "exec"), {"__name__": "__doc__"})
-    assert capsys.readouterr().out.strip(), "every example prints what it did"
-
-
-# ----- the RLlib adapter ------------------------------------------------------------------
 def _play(env: DerbyMultiAgentEnv, seed: int, rng: np.random.Generator, check=None):
     """One episode of random legal actions; returns per-agent reward sums and the RLlib
     episode the steps were recorded into (RLlib's own bookkeeping of hanging rewards)."""
