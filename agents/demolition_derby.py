@@ -24,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 from derby_envs.games.demolition_derby.engine import (
-    CHOOSE,
     DEC_KINDS,
     DEPLOY,
     LINEUP_EXTRA,
@@ -233,8 +232,6 @@ class DDTactical:
         self, state: DemolitionDerbyState, player: int, rng: np.random.Generator
     ) -> DemolitionDerbyState:
         """``state.resample_hidden(player, rng)`` with the same draws, on a light copy."""
-        g = self.game
-        cs = g.cards
         s = self._light_copy(state)
         s.deck = state.deck[:]
         s.unused = state.unused[:]
@@ -242,43 +239,7 @@ class DDTactical:
         s._deal_seed = int(rng.integers(2**63 - 1))
         if s.phase == OVER:
             return s
-        n = g.num_players
-        seats = [(player + r) % n for r in range(1, n) if r > s.turn]
-        unknown = s.unknown_cards(player)
-        if self._mekk:
-            known = set(s.deck) - set(unknown)
-            by_type: list[list[int]] = [[] for _ in cs.types]
-            for c in self._mekk_pool:
-                if c not in known:
-                    by_type[cs.card_type[c]].append(c)
-            need = cs.type_counts(unknown)
-            fresh = []
-            for t, k in enumerate(need):
-                if k:
-                    fresh += rng.choice(by_type[t], size=k, replace=False).tolist()
-            s.deck = sorted(known | set(fresh))
-        else:
-            fresh = unknown
-        order = rng.permutation(len(fresh)).tolist()
-        fresh = [fresh[i] for i in order]
-        i = 0
-        for q in seats:
-            k = len(s.hands[q])
-            s.hands[q] = fresh[i : i + k]
-            i += k
-        s.unused = fresh[i:]
-        if s.phase == DEPLOY:
-            for q in range(n):
-                if q != player and s.picks[q]:
-                    m = len(s.picks[q])
-                    s.picks[q] = []
-                    for _ in range(m):
-                        avail = s._hand_counts(q, minus_picks=True)
-                        legal = [d for d, k in enumerate(avail) if k > 0]
-                        s.picks[q].append(legal[int(rng.integers(len(legal)))])
-        elif s.phase == CHOOSE:
-            s._redraw_choices(player, rng)  # the engine's own redraw of hidden choices
-        s._clear_caches()
+        s._redeal_hidden(player, rng, self._mekk_pool)
         return s
 
     def _simulate(self, sim: DemolitionDerbyState, me: int, rng: np.random.Generator) -> float:

@@ -1545,19 +1545,28 @@ class DemolitionDerbyState(State):
         """Re-deal what ``player`` cannot see: the cards of unknown hands and the unused cards
         (Mekk Mania: which cards of each type are in the deck at all), the other players'
         pending deploy picks and ability choices, and all future chance."""
-        g = self.game
-        cs = g.cards
         s = self.clone()
         s.rng = np.random.default_rng(int(rng.integers(2**63 - 1)))
-        if s.phase == OVER:
-            return s
+        if s.phase != OVER:
+            s._redeal_hidden(player, rng)
+        return s
+
+    def _redeal_hidden(
+        self, player: int, rng: np.random.Generator, mekk_pool: list[int] | None = None
+    ) -> None:
+        """In place, on a copy: :meth:`resample_hidden`'s re-deal after its future-chance seed
+        (``dd_tactical`` runs it on its light simulation copies: the same draws in the same
+        order). ``mekk_pool``: the card set's Mekk Mania pool, if the caller has it at hand."""
+        g = self.game
+        cs = g.cards
+        s = self
         n = g.num_players
         seats = [(player + r) % n for r in range(1, n) if r > s.turn]
         unknown = s.unknown_cards(player)
         if g.params["variant"] == "mekk_mania":
             known = set(s.deck) - set(unknown)
             by_type: list[list[int]] = [[] for _ in cs.types]
-            for c in cs.mekk_pool():
+            for c in cs.mekk_pool() if mekk_pool is None else mekk_pool:
                 if c not in known:
                     by_type[cs.card_type[c]].append(c)
             need = cs.type_counts(unknown)
@@ -1589,7 +1598,6 @@ class DemolitionDerbyState(State):
         elif s.phase == CHOOSE:
             s._redraw_choices(player, rng)
         s._clear_caches()
-        return s
 
     def _redraw_choices(self, player: int, rng: np.random.Generator, tries: int = 16) -> None:
         """Re-draw the other players' ability choices made at this level (hidden until the
