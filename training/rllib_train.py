@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import json
 import os
 import re
@@ -53,6 +52,7 @@ from training.rllib_config import (
     load_rllib_config,
     rllib_config_from_dict,
 )
+from training.train import build_pool  # the MaskablePPO trainer's pool, same config section
 
 CHECKPOINT_RE = re.compile(r"^iter_(\d{6})_step_(\d{12})$")
 EVAL_FIELDS = ["step", "field", "games", "win_share", "win_lo95", "win_hi95", "mean_score",
@@ -61,23 +61,6 @@ POOL_FORMAT = 1
 
 
 # ----- building blocks ------------------------------------------------------------------------
-def build_pool(cfg: RLlibTrainConfig, game: Any, snapshots: list[dict], root: Path) -> Any:
-    """The MaskablePPO trainer's opponent pool, from the shared ``opponents`` section."""
-    from training.pool import OpponentPool
-
-    sp = cfg.opponents.self_play
-    return OpponentPool(
-        game,
-        [dataclasses.asdict(m) for m in cfg.opponents.pool],
-        snapshot_weight=sp.weight if sp.enabled else 0.0,
-        max_active=sp.max_active,
-        sampling=sp.sampling,
-        snapshot_deterministic=sp.deterministic,
-        snapshots=snapshots,
-        root=root,
-    )
-
-
 def env_config(cfg: RLlibTrainConfig, snapshots: list[dict], root: Path) -> dict[str, Any]:
     """``env_config`` of :class:`DerbyMultiAgentEnv`: the game, and the pool's seats (plain
     picklable data: every env runner loads the members it draws)."""

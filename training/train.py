@@ -134,7 +134,9 @@ class HintWrapper(gymnasium.ObservationWrapper):
         return with_hint(observation, h, self.num_actions)
 
 
-def build_pool(config: TrainConfig, game: Any, snapshots: list[dict], root: Path) -> OpponentPool:
+def build_pool(config: Any, game: Any, snapshots: list[dict], root: Path) -> OpponentPool:
+    """The opponent pool of a config's ``opponents`` section (MaskablePPO's TrainConfig and
+    RLlib's RLlibTrainConfig share it)."""
     sp = config.opponents.self_play
     return OpponentPool(
         game,
