@@ -268,7 +268,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     ``backend: rllib`` trains on Ray RLlib instead (training/rllib_train.py)."""
     from pathlib import Path
 
-    from training.config import ConfigError, load_config
+    from training.config import ConfigError, load_config, train_source
     from training.rllib_config import is_rllib_config, read_yaml
     from training.train import train
 
@@ -282,17 +282,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 130 if summary["interrupted"] else 0
     if args.address is not None:
         raise ConfigError("--address is for backend: rllib configs (docs/scale.md)")
-    overrides = list(args.set)
-    if args.run_dir is not None:
-        overrides.append(f"run_dir={json.dumps(args.run_dir)}")
-    if args.total_timesteps is not None:
-        overrides.append(f"total_timesteps={args.total_timesteps}")
-    if args.config is not None:
-        config = load_config(args.config, overrides)
-    elif args.resume and args.run_dir is not None:  # the run's own config
-        config = load_config(Path(args.run_dir) / "config.yaml", overrides)
-    else:
-        raise ConfigError("give --config FILE (or --resume --run-dir DIR to continue a run)")
+    config = load_config(*train_source(args))
     train(config, resume=args.resume, progress=False if args.no_progress else None)
     return 0
 

@@ -19,6 +19,7 @@ Overrides from the command line use dotted keys: ``--set ppo.learning_rate=1e-4`
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
@@ -219,6 +220,21 @@ class TrainConfig:
 
 
 # ----- loading and validation ---------------------------------------------------------------
+def train_source(args: Any) -> tuple[Path, list[str]]:
+    """The config file and ``--set`` overrides a ``derby-envs train`` command line names
+    (``--config FILE``, or the run's own ``config.yaml`` with ``--resume --run-dir DIR``)."""
+    overrides = list(args.set)
+    if args.run_dir is not None:
+        overrides.append(f"run_dir={json.dumps(args.run_dir)}")
+    if args.total_timesteps is not None:
+        overrides.append(f"total_timesteps={args.total_timesteps}")
+    if args.config is not None:
+        return Path(args.config), overrides
+    if args.resume and args.run_dir is not None:  # the run's own config
+        return Path(args.run_dir) / "config.yaml", overrides
+    raise ConfigError("give --config FILE (or --resume --run-dir DIR to continue a run)")
+
+
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
     """Read a YAML config, apply ``key.sub=value`` overrides, validate everything."""
     path = Path(path)
@@ -500,8 +516,9 @@ def _cross_check(cfg: TrainConfig) -> None:
 
 
 # ----- documentation ------------------------------------------------------------------------
-def describe() -> str:
-    """The schema as a Markdown table (key, default, allowed values, meaning)."""
+def describe(root: type | None = None) -> str:
+    """A config schema (``TrainConfig`` by default) as a Markdown table (key, default, allowed
+    values, meaning)."""
     rows = ["| key | default | allowed | meaning |", "|---|---|---|---|"]
 
     def walk(cls: type, prefix: str) -> None:
@@ -524,5 +541,5 @@ def describe() -> str:
                 f"| {f.metadata.get('doc', '')} |"
             )
 
-    walk(TrainConfig, "")
+    walk(TrainConfig if root is None else root, "")
     return "\n".join(rows)

@@ -226,31 +226,6 @@ def rllib_config_from_dict(raw: dict[str, Any]) -> RLlibTrainConfig:
 def describe() -> str:
     """The ``backend: rllib`` schema as a Markdown table (key, default, allowed, meaning):
     the reference in docs/scale.md."""
-    import typing
+    from training.config import describe as describe_schema
 
-    from training.config import _describe_type
-
-    rows = ["| key | default | allowed | meaning |", "|---|---|---|---|"]
-
-    def walk(cls: type, prefix: str) -> None:
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            tp = hints[f.name]
-            if dataclasses.is_dataclass(tp):
-                walk(tp, prefix + f.name + ".")
-                continue
-            if f.default is not dataclasses.MISSING:
-                default = f.default
-            else:
-                default = f.default_factory()
-                if isinstance(default, list) and default and dataclasses.is_dataclass(default[0]):
-                    default = [dataclasses.asdict(d) for d in default]
-            shown = "null" if default is None else yaml.safe_dump(default, default_flow_style=True)
-            shown = shown.strip().removesuffix("...").strip()
-            rows.append(
-                f"| `{prefix}{f.name}` | `{shown}` | {_describe_type(tp, f.metadata)} "
-                f"| {f.metadata.get('doc', '')} |"
-            )
-
-    walk(RLlibTrainConfig, "")
-    return "\n".join(rows)
+    return describe_schema(RLlibTrainConfig)

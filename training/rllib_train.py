@@ -44,7 +44,7 @@ from typing import Any, TextIO
 import numpy as np
 import yaml
 
-from training.config import ConfigError
+from training.config import ConfigError, train_source
 from training.files import RunDirLock, write_json_atomic, write_text_atomic
 from training.rllib_config import (
     FROZEN_ON_RESUME,
@@ -52,7 +52,7 @@ from training.rllib_config import (
     load_rllib_config,
     rllib_config_from_dict,
 )
-from training.train import build_pool  # the MaskablePPO trainer's pool, same config section
+from training.train import build_pool, flatten_config  # shared with the MaskablePPO trainer
 
 CHECKPOINT_RE = re.compile(r"^iter_(\d{6})_step_(\d{12})$")
 EVAL_FIELDS = ["step", "field", "games", "win_share", "win_lo95", "win_hi95", "mean_score",
@@ -266,16 +266,6 @@ def load_run_config(run_dir: Path) -> RLlibTrainConfig:
     return rllib_config_from_dict(yaml.safe_load(path.read_text()))
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and k != "game_params":
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def add_snapshot_to_runner(runner: Any, rel: str, steps: int) -> int:
     """Add a snapshot to the opponent pool of every env of an env runner; returns how many
     pools got it (0 for the driver's local runner when remote runners sample: it has no env)."""
@@ -324,7 +314,10 @@ class RLlibTrainer:
             if not found:
                 raise ConfigError(f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r}")
             self.lock.acquire()
-            saved, given = _flatten(load_run_config(run).to_dict()), _flatten(self.cfg.to_dict())
+            saved, given = (
+                flatten_config(load_run_config(run).to_dict()),
+                flatten_config(self.cfg.to_dict()),
+            )
             changed = [k for k in FROZEN_ON_RESUME if saved.get(k) != given.get(k)]
             if changed:
                 raise ConfigError(
@@ -594,17 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The ``train`` command for an RLlib config (also used by ``derby-envs train``)."""
-    overrides = list(args.set)
-    if args.run_dir is not None:
-        overrides.append(f"run_dir={json.dumps(args.run_dir)}")
-    if args.total_timesteps is not None:
-        overrides.append(f"total_timesteps={args.total_timesteps}")
-    if args.config is not None:
-        cfg = load_rllib_config(args.config, overrides)
-    elif args.resume and args.run_dir is not None:
-        cfg = load_rllib_config(Path(args.run_dir) / "config.yaml", overrides)
-    else:
-        raise ConfigError("give --config FILE (or --resume --run-dir DIR to continue a run)")
+    cfg = load_rllib_config(*train_source(args))
     return train_rllib(
         cfg,
         resume=args.resume,

@@ -365,18 +365,19 @@ def save_model_atomic(model: Any, path: Path) -> None:
         raise
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_config(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config dict -> dotted keys (``game_params`` and pool ``params`` kept whole)."""
     out = {}
     for k, v in d.items():
         if isinstance(v, dict) and k != "game_params" and k != "params":
-            out.update(_flatten(v, f"{prefix}{k}."))
+            out.update(flatten_config(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
     return out
 
 
 def check_resume_compatible(saved: TrainConfig, given: TrainConfig) -> None:
-    a, b = _flatten(saved.to_dict()), _flatten(given.to_dict())
+    a, b = flatten_config(saved.to_dict()), flatten_config(given.to_dict())
     changed = [k for k in FROZEN_ON_RESUME if a.get(k) != b.get(k)]
     if changed:
         raise ConfigError(
