@@ -12,7 +12,6 @@ adapter simply selects the lowest-numbered player who still has to choose.
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import gymnasium
@@ -22,7 +21,8 @@ from pettingzoo import AECEnv
 
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game, State, as_action
-from derby_envs.core.params import check_choice
+from derby_envs.core.params import Param, check_choice
+from derby_envs.core.policy import random_legal
 from derby_envs.core.render import close_env, render_env
 
 #: ``raise``: IllegalActionError naming the legal actions, state unchanged (strict);
@@ -51,34 +51,10 @@ def agent_name(player: int) -> str:
     return f"player_{player}"
 
 
-def check_illegal_reward(value: Any) -> float:
-    """A finite number (bools are a mistake, not 0/1)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise InvalidParameterError(
-            f"parameter 'illegal_reward': got {value!r}, expected a finite number"
-        )
-    if not math.isfinite(float(value)):
-        raise InvalidParameterError(
-            f"parameter 'illegal_reward': got {value!r}, expected a finite number"
-        )
-    return float(value)
-
-
-def check_max_cycles(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InvalidParameterError(
-            f"parameter 'max_cycles': got {value!r}, expected an integer >= 1"
-        )
-    return int(value)
-
-
-def check_seed(seed: Any) -> int | None:
-    """``None`` or a non-negative integer (numpy's own message for -1 or 1.5 is cryptic)."""
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise InvalidParameterError(f"seed: got {seed!r}, expected None or an integer >= 0")
-    return int(seed)
+#: The adapters' own numeric options and the reset seed, validated like the games' parameters.
+ILLEGAL_REWARD = Param("illegal_reward", -1.0, float, "the offender's reward (penalize, replace)")
+MAX_CYCLES = Param("max_cycles", DEFAULT_MAX_CYCLES, int, "truncate after this many", low=1)
+SEED = Param("seed", None, int, "reset seed", low=0, allow_none=True)
 
 
 class GameEnvMixin:
@@ -114,8 +90,8 @@ class GameEnvMixin:
             self.game.reward_modes[0] if reward_mode is None else reward_mode
         )
         self.illegal_action = check_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
-        self.illegal_reward = check_illegal_reward(illegal_reward)
-        self.max_cycles = check_max_cycles(max_cycles)
+        self.illegal_reward = ILLEGAL_REWARD.validate(illegal_reward)
+        self.max_cycles = MAX_CYCLES.validate(max_cycles)
         self.render_mode = check_choice(
             "render_mode", render_mode, self.metadata["render_modes"], allow_none=True
         )
@@ -145,7 +121,7 @@ class GameEnvMixin:
     def _new_game(self, seed: int | None) -> State:
         """``seed`` reseeds the env's generator; without it the next game's seed is drawn from
         the generator, so a seeded sequence of resets is reproducible."""
-        seed = check_seed(seed)
+        seed = SEED.validate(seed)
         if seed is not None:
             self._np_random = np.random.default_rng(seed)
         self.num_cycles = 0
@@ -173,8 +149,7 @@ class GameEnvMixin:
 
     def _replacement(self, player: int) -> int:
         """A uniformly random legal action of ``player`` from the env's seeded generator."""
-        legal = np.flatnonzero(self.game_state.legal_mask(player))
-        return int(legal[self._np_random.integers(legal.size)])
+        return random_legal(self.game_state.legal_mask(player), self._np_random)
 
     def _outcome_info(self, player: int) -> dict[str, bool]:
         """Fixed-shape info (the same keys at every step): replay buffers stack infos."""

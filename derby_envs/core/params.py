@@ -8,6 +8,7 @@ user's keyword arguments into a complete, validated ``dict``; any bad name or va
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,8 @@ class Param:
             lo = "-inf" if self.low is None else f"{self.low:g}"
             hi = "inf" if self.high is None else f"{self.high:g}"
             text = f"{'an integer' if self.kind is int else 'a number'} in [{lo}, {hi}]"
+        elif self.kind is float:
+            text = "a finite number"
         else:
             text = f"a {self.kind.__name__}"
         return text + (" or None" if self.allow_none else "")
@@ -75,11 +78,16 @@ class Param:
                 )
             value = int(value)
         elif self.kind is float:
+            # nan and inf pass every bound test, so they are refused outright
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InvalidParameterError(
                     f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
                 )
             value = float(value)
+            if not math.isfinite(value):
+                raise InvalidParameterError(
+                    f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                )
         elif self.kind is str and not isinstance(value, str):
             raise InvalidParameterError(
                 f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"

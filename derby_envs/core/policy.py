@@ -35,8 +35,13 @@ class UniformRandomPolicy:
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> int:
-        legal = np.flatnonzero(action_mask)
-        return int(legal[rng.integers(len(legal))])
+        return random_legal(action_mask, rng)
+
+
+def random_legal(action_mask: np.ndarray, rng: np.random.Generator) -> int:
+    """A uniformly random legal action id of a mask (one ``rng.integers`` draw)."""
+    legal = np.flatnonzero(action_mask)
+    return int(legal[rng.integers(len(legal))])
 
 
 def choose(policy: Any, state: State, player: int, rng: np.random.Generator) -> int:

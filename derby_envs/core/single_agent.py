@@ -16,14 +16,14 @@ import numpy as np
 from derby_envs.core.aec import (
     DEFAULT_MAX_CYCLES,
     ILLEGAL_ACTION_MODES,
-    check_illegal_reward,
-    check_max_cycles,
-    check_seed,
+    ILLEGAL_REWARD,
+    MAX_CYCLES,
+    SEED,
 )
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.game import Game, State, as_action
 from derby_envs.core.params import check_choice
-from derby_envs.core.policy import choose, resolve_policy
+from derby_envs.core.policy import choose, random_legal, resolve_policy
 from derby_envs.core.render import close_env, render_env
 
 
@@ -76,8 +76,8 @@ class SingleAgentEnv(gymnasium.Env):
         **game_params: Any,
     ) -> None:
         self.illegal_action = check_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
-        self.illegal_reward = check_illegal_reward(illegal_reward)
-        self.max_cycles = check_max_cycles(max_cycles)
+        self.illegal_reward = ILLEGAL_REWARD.validate(illegal_reward)
+        self.max_cycles = MAX_CYCLES.validate(max_cycles)
         self._penalized = False
         self._steps = 0
         if num_players is not None:
@@ -116,7 +116,7 @@ class SingleAgentEnv(gymnasium.Env):
 
     # ----- Gymnasium API --------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=check_seed(seed))
+        super().reset(seed=SEED.validate(seed))
         self._steps = 0
         n = self.game.num_players
         while True:
@@ -153,8 +153,8 @@ class SingleAgentEnv(gymnasium.Env):
                 self._penalized = True  # the episode ends here, the game state stays as it was
                 info = {**self._info(), "illegal_action": True}
                 return self._obs(), self.illegal_reward, True, False, info
-            legal = np.flatnonzero(state.legal_mask(self.seat))
-            a, penalty = int(legal[self.np_random.integers(legal.size)]), self.illegal_reward
+            a = random_legal(state.legal_mask(self.seat), self.np_random)
+            penalty = self.illegal_reward
         state.apply_action(self.seat, a)
         self._steps += 1
         self._advance()
