@@ -73,10 +73,14 @@ def test_replace_mode_keeps_playing_and_charges_the_offender(game):
     par = entry_module(game).parallel_env(illegal_action="replace", illegal_reward=-0.5)
     obs, infos = par.reset(seed=1)
     mover = next(a for a in par.agents if infos[a]["acting"])
+    p = par.agent_name_mapping[mover]
+    before = par.game_state.returns(par.reward_mode)[p]
     obs, rewards, terms, truncs, infos = par.step({mover: par.game.num_actions})  # out of range
     assert infos[mover]["illegal_action"] and infos[mover]["offender"]
     assert not any(terms.values())
-    assert rewards[mover] <= -0.5 + 1.0  # the charge is added to the step's own reward
+    # the charge is added to the step's own reward: the change of the mover's return, exactly
+    after = par.game_state.returns(par.reward_mode)[p]
+    assert rewards[mover] == pytest.approx(after - before - 0.5)
 
 
 @pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
