@@ -150,3 +150,17 @@ def test_raw_env_before_reset_and_after_the_end(game):
     par = mod.parallel_env()
     with pytest.raises(RuntimeError, match="reset"):
         par.step({})
+
+
+@pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
+def test_replace_mode_flags_the_offender_even_without_a_charge(game):
+    """``illegal_reward=0`` under "replace": no charge, but the infos still say what happened."""
+    aec = entry_module(game).env(illegal_action="replace", illegal_reward=0.0)
+    aec.reset(seed=2)
+    offender = aec.agent_selection
+    aec.step(aec.unwrapped.game.num_actions)  # out of range
+    assert aec.infos[offender]["illegal_action"] and aec.infos[offender]["offender"]
+    view = gymnasium.make(derby_envs.GAMES[game].gym_id, illegal_action="replace", illegal_reward=0)
+    view.reset(seed=2)
+    *_, info = view.step(view.unwrapped.game.num_actions)
+    assert info["illegal_action"]

@@ -340,15 +340,15 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         player = self.agent_name_mapping[agent]
         state = self.game_state
         legal = self._legal_or_none(player, action)
-        penalty = 0.0
-        if legal is None:
+        replaced = legal is None
+        if replaced:
             if self.illegal_action == "raise":
                 self._raise_illegal(player, action)  # before any bookkeeping: env unchanged
             if self.illegal_action == "penalize":
                 self._cumulative_rewards[agent] = 0.0
                 self._penalize(agent)
                 return
-            legal, penalty = self._replacement(player), self.illegal_reward
+            legal = self._replacement(player)
         self._cumulative_rewards[agent] = 0.0
         state.apply_action(player, legal)
         self._decisions[agent] += 1
@@ -358,8 +358,8 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
         if self._flagged is not None:  # last step's replaced action: this step is clean
             self.infos[self._flagged] = self._outcome_info(self.agent_name_mapping[self._flagged])
             self._flagged = None
-        if penalty:
-            self.rewards[agent] += penalty
+        if replaced:  # flagged even when illegal_reward is 0
+            self.rewards[agent] += self.illegal_reward
             self.infos[agent] = {"winner": False, "illegal_action": True, "offender": True}
             self._flagged = agent
         if state.is_terminal():

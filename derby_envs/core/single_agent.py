@@ -145,8 +145,8 @@ class SingleAgentEnv(gymnasium.Env):
         if state.is_terminal() or self._penalized or self._steps >= self.max_cycles:
             raise RuntimeError("the episode is over; call reset()")
         a = as_action(action)
-        penalty = 0.0
-        if a is None or not state.is_legal(self.seat, a):
+        replaced = a is None or not state.is_legal(self.seat, a)
+        if replaced:
             if self.illegal_action == "raise":
                 state.apply_action(self.seat, action)  # raises, naming the legal actions
             if self.illegal_action == "penalize":
@@ -154,19 +154,18 @@ class SingleAgentEnv(gymnasium.Env):
                 info = {**self._info(), "illegal_action": True}
                 return self._obs(), self.illegal_reward, True, False, info
             a = random_legal(state.legal_mask(self.seat), self.np_random)
-            penalty = self.illegal_reward
         state.apply_action(self.seat, a)
         self._steps += 1
         self._advance()
         ret = float(state.returns(self.reward_mode)[self.seat])
-        reward = ret - self._last_return + penalty
+        reward = ret - self._last_return + (self.illegal_reward if replaced else 0.0)
         self._last_return = ret
         terminated = state.is_terminal()
         truncated = not terminated and self._steps >= self.max_cycles
         if self.render_mode == "human":
             self.render()
         info = self._info()
-        info["illegal_action"] = bool(penalty)
+        info["illegal_action"] = replaced  # also when illegal_reward is 0
         return self._obs(), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
