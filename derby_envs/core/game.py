@@ -158,6 +158,15 @@ class State(ABC):
 
     game: Game
     rng: np.random.Generator
+    #: the state's field declaration (``derby_envs.core.fields.StateFields``): when a subclass
+    #: sets it, ``clone``, ``_dump`` and ``_load`` are derived from it (unless it defines them)
+    fields: ClassVar[Any] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("fields")
+        if declared is not None:
+            declared.install(cls)
 
     # ----- whose move -----------------------------------------------------------------
     @abstractmethod

@@ -65,10 +65,21 @@ from typing import Any
 import numpy as np
 
 from derby_envs.core.errors import InvalidParameterError, StateFormatError
+from derby_envs.core.fields import (
+    PLAYERS,
+    Bool,
+    BoolArray,
+    Int,
+    IntArray,
+    IntList,
+    Record,
+    Rng,
+    StateFields,
+    lazy_rng,
+)
 from derby_envs.core.game import (
     Game,
     State,
-    saved_bool,
     saved_check,
     saved_int,
     saved_ints,
@@ -77,6 +88,7 @@ from derby_envs.core.game import (
     win_share_returns,
 )
 from derby_envs.core.params import Param
+from derby_envs.core.seats import seat_order
 
 HORSES = ("Hearts", "Diamonds", "Spades", "Clubs")
 SUIT_SYMBOLS = "HDSC"
@@ -304,8 +316,70 @@ class KentuckyDerbyGame(Game):
         return KentuckyDerbyState(self, np.random.default_rng(0))
 
 
+# ----- the state's fields and the consistency of a loaded session ---------------------------
+def _check_deck(s: KentuckyDerbyState) -> None:
+    saved_check(
+        sorted(s.deck) == list(range(NUM_CARDS)), "deck is not a permutation of the 48 cards"
+    )
+
+
+def _check_bets(s: KentuckyDerbyState) -> None:
+    bets = s.bet_horse >= 0
+    saved_check(not (s.bet_stake[~bets] > 0).any(), "a stake without a bet (bet_horse -1)")
+    # (at the end, the last race's settled bets stay, even of players who then sat out)
+    saved_check(s.over or not (bets & ~s.active).any(), "a player sitting out has a bet")
+
+
+def _check_chips_conserved(s: KentuckyDerbyState) -> None:
+    T = s.game.total_chips
+    staked = 0 if s.over else int(s.bet_stake.sum())
+    total = int(s.chips.sum()) + s.pool + s.pot_carry + staked
+    saved_check(total == T, f"chips, pool, pot and stakes add up to {total}, not {T}")
+
+
+def _check_betting_round(s: KentuckyDerbyState) -> None:
+    """Who is still to bet, by whom the race is dealt, and that a race is on."""
+    if s.over:
+        saved_check(not s.to_bet, "to_bet must be empty when the session is over")
+        return
+    g = s.game
+    n, races = g.num_players, g.params["num_races"]
+    saved_check(s.race < races, f"race {s.race} of {races} but not over")
+    saved_check(s.dealer == s.race % n, f"race {s.race} is dealt by seat {s.race % n}")
+    saved_check(int(s.active.sum()) >= 2, "a race needs two active players")
+    due = [p for p in seat_order((s.dealer + 1) % n, n) if s.active[p] and s.bet_horse[p] < 0]
+    saved_check(
+        s.to_bet == due,
+        f"to_bet {s.to_bet} must be the active players without a bet, in betting order "
+        f"from the dealer's left ({due})",
+    )
+    saved_check(bool(s.to_bet), "no player to bet, but the race has not been run")
+
+
+def _check_last_places(s: KentuckyDerbyState) -> None:
+    lr = s.last_race
+    if lr is None:
+        saved_check(s.last_first == s.last_second == -1, "last places without a last race")
+    else:
+        saved_check(
+            (lr["first"], lr["second"]) == (s.last_first, s.last_second),
+            "last_first / last_second differ from last_race",
+        )
+
+
+def _races(g: KentuckyDerbyGame) -> int:
+    return g.params["num_races"]
+
+
+def _total(g: KentuckyDerbyGame) -> int:
+    return g.total_chips
+
+
 class KentuckyDerbyState(State):
-    """A session in progress. Public fields are plain ints, lists and numpy arrays."""
+    """A session in progress. Public fields are plain ints, lists and numpy arrays (declared
+    in ``fields`` at the end of the class: clone, save and load follow from it)."""
+
+    rng = lazy_rng  # built on first use: search clones rarely draw
 
     def __init__(self, game: KentuckyDerbyGame, rng: np.random.Generator) -> None:
         n = game.num_players
@@ -344,9 +418,7 @@ class KentuckyDerbyState(State):
         self.bet_horse[:] = -1
         self.bet_stake[:] = 0
         n = g.num_players
-        self.to_bet = [
-            (self.dealer + k) % n for k in range(1, n + 1) if self.active[(self.dealer + k) % n]
-        ]
+        self.to_bet = [p for p in seat_order((self.dealer + 1) % n, n) if self.active[p]]
         self.deck = self.rng.permutation(NUM_CARDS).tolist()
 
     def _end_session(self) -> None:
@@ -512,7 +584,7 @@ class KentuckyDerbyState(State):
         n = g.num_players
         T = float(g.total_chips)
         max_stake = float(max(g.params["max_stake"], 1))
-        order = [(player + k) % n for k in range(n)]  # relative seats
+        order = seat_order(player, n)
         sealed = g.params["betting"] == "sealed"
         if self.over:  # the last race is settled: its stakes are in the chips, none is hidden
             horse, stake = [-1] * n, [0] * n
@@ -606,102 +678,8 @@ class KentuckyDerbyState(State):
             )
         return "\n".join(lines)
 
-    # ----- copying and saving ---------------------------------------------------------
-    def clone(self) -> KentuckyDerbyState:
-        s = KentuckyDerbyState.__new__(KentuckyDerbyState)
-        s.__dict__.update(self.__dict__)
-        s.rng = np.random.Generator(type(self.rng.bit_generator)())
-        s.rng.bit_generator.state = self.rng.bit_generator.state
-        s.chips = self.chips.copy()
-        s.active = self.active.copy()
-        s.bet_horse = self.bet_horse.copy()
-        s.bet_stake = self.bet_stake.copy()
-        s.to_bet = self.to_bet[:]
-        s.deck = self.deck[:]
-        return s  # last_race is never mutated, only replaced: sharing it is safe
-
-    def _dump(self) -> dict[str, Any]:
-        return {
-            "race": self.race,
-            "dealer": self.dealer,
-            "chips": self.chips.tolist(),
-            "active": self.active.tolist(),
-            "pool": self.pool,
-            "pot_carry": self.pot_carry,
-            "bet_horse": self.bet_horse.tolist(),
-            "bet_stake": self.bet_stake.tolist(),
-            "to_bet": self.to_bet[:],
-            "deck": self.deck[:],
-            "over": self.over,
-            "last_first": self.last_first,
-            "last_second": self.last_second,
-            "last_race": self.last_race,
-        }
-
-    def _load(self, d: Mapping[str, Any]) -> None:
-        """Restore and validate a saved session: every field is typed and range-checked, then
-        the position must be one the rules can reach (chips conserved, betting order, ...)."""
-        g = self.game
-        n = g.num_players
-        races, top = g.params["num_races"], g.params["max_stake"]
-        T = g.total_chips
-        self.race = saved_int(d["race"], "race", 0, races)
-        self.dealer = saved_int(d["dealer"], "dealer", 0, n - 1)
-        self.chips = np.array(saved_ints(d["chips"], "chips", n, 0, T), np.int64)
-        self.active = np.array(
-            [saved_bool(a, "active") for a in saved_list(d["active"], "active", n)]
-        )
-        self.pool = saved_int(d["pool"], "pool", 0, T)
-        self.pot_carry = saved_int(d["pot_carry"], "pot_carry", 0, T)
-        self.bet_horse = np.array(saved_ints(d["bet_horse"], "bet_horse", n, -1, 3), np.int64)
-        self.bet_stake = np.array(saved_ints(d["bet_stake"], "bet_stake", n, 0, top), np.int64)
-        self.to_bet = saved_ints(d["to_bet"], "to_bet", None, 0, n - 1)
-        self.deck = saved_ints(d["deck"], "deck", NUM_CARDS, 0, NUM_CARDS - 1)
-        self.over = saved_bool(d["over"], "over")
-        self.last_first = saved_int(d["last_first"], "last_first", -1, 3)
-        self.last_second = saved_int(d["last_second"], "last_second", -1, 3)
-        self.last_race = self._load_last_race(d["last_race"])
-        saved_check(
-            sorted(self.deck) == list(range(NUM_CARDS)), "deck is not a permutation of the 48 cards"
-        )
-        bets = self.bet_horse >= 0
-        saved_check(not (self.bet_stake[~bets] > 0).any(), "a stake without a bet (bet_horse -1)")
-        # (at the end, the last race's settled bets stay, even of players who then sat out)
-        saved_check(self.over or not (bets & ~self.active).any(), "a player sitting out has a bet")
-        staked = 0 if self.over else int(self.bet_stake.sum())
-        total = int(self.chips.sum()) + self.pool + self.pot_carry + staked
-        saved_check(total == T, f"chips, pool, pot and stakes add up to {total}, not {T}")
-        if self.over:
-            saved_check(not self.to_bet, "to_bet must be empty when the session is over")
-        else:
-            saved_check(self.race < races, f"race {self.race} of {races} but not over")
-            saved_check(
-                self.dealer == self.race % n, f"race {self.race} is dealt by seat {self.race % n}"
-            )
-            saved_check(int(self.active.sum()) >= 2, "a race needs two active players")
-            order = [(self.dealer + k) % n for k in range(1, n + 1)]
-            due = [p for p in order if self.active[p] and not bets[p]]
-            saved_check(
-                self.to_bet == due,
-                f"to_bet {self.to_bet} must be the active players without a bet, in betting order "
-                f"from the dealer's left ({due})",
-            )
-            saved_check(bool(self.to_bet), "no player to bet, but the race has not been run")
-        if self.last_race is None:
-            saved_check(
-                self.last_first == self.last_second == -1, "last places without a last race"
-            )
-        else:
-            lr = self.last_race
-            saved_check(
-                (lr["first"], lr["second"]) == (self.last_first, self.last_second),
-                "last_first / last_second differ from last_race",
-            )
-
-    def _load_last_race(self, raw: Any) -> dict[str, Any] | None:
+    def _load_last_race(self, raw: Any) -> dict[str, Any]:
         """The public record of the previous race (shown by the text and picture views)."""
-        if raw is None:
-            return None
         if not isinstance(raw, Mapping):
             raise StateFormatError(f"last_race: expected a mapping or null, got {raw!r}")
         g = self.game
@@ -731,3 +709,29 @@ class KentuckyDerbyState(State):
             saved_int(horse, f"{name} horse", -1, 3),
             saved_int(stake, f"{name} stake", 0, self.game.params["max_stake"]),
         ]
+
+    fields = StateFields(
+        Rng(lazy=True),
+        Int("race", 0, _races),
+        Int("dealer", 0, lambda g: g.num_players - 1),
+        IntArray("chips", PLAYERS, 0, _total),
+        BoolArray("active", PLAYERS),
+        Int("pool", 0, _total),
+        Int("pot_carry", 0, _total),
+        IntArray("bet_horse", PLAYERS, -1, 3),
+        IntArray("bet_stake", PLAYERS, 0, lambda g: g.params["max_stake"]),
+        IntList("to_bet", None, 0, lambda g: g.num_players - 1),
+        IntList("deck", NUM_CARDS, 0, NUM_CARDS - 1),
+        Bool("over"),
+        Int("last_first", -1, 3),
+        Int("last_second", -1, 3),
+        # replaced after every race, never mutated: clones share it
+        Record("last_race", _load_last_race, nullable=True),
+        checks=(
+            _check_deck,
+            _check_bets,
+            _check_chips_conserved,
+            _check_betting_round,
+            _check_last_places,
+        ),
+    )
