@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from derby_envs.core.policy import UniformRandomPolicy
-from derby_envs.games.demolition_derby import engine as dd_engine
+from derby_envs.games.demolition_derby import observer as dd_observer
+from derby_envs.games.demolition_derby import strengths as dd_strengths
 from derby_envs.games.demolition_derby.engine import CHOOSE, DEPLOY, OVER
 from derby_envs.registry import make_game
 
@@ -70,7 +71,7 @@ def strengths_recount(s, derby: bool) -> list[int]:
     """Every lineup's Strengths by the engine's own per-lineup rule, without the memo."""
     st = s.game.cards.card_strength[:]
     for q, lineup in enumerate(s.lineups):
-        for c, x in zip(lineup, s._lineup_strengths(q, lineup, derby), strict=True):
+        for c, x in zip(lineup, dd_strengths.lineup_strengths(s, q, lineup, derby), strict=True):
             st[c] = x
     return st
 
@@ -108,7 +109,7 @@ def test_private_part_is_the_recount(n: int, variant: str) -> None:
 @pytest.mark.parametrize("shared_from", [2, 99])
 def test_shared_and_per_player_private_parts_agree(monkeypatch, shared_from: int) -> None:
     """Both ways of building the private part (forced either way) give the recount."""
-    monkeypatch.setattr(dd_engine, "_SHARED_PRIVATE_MIN", shared_from)
+    monkeypatch.setattr(dd_observer, "_SHARED_PRIVATE_MIN", shared_from)
     for n in (2, 3, 5):
         for s in play(n, "standard", range(1)):
             s._clear_caches()
@@ -123,7 +124,7 @@ def test_strength_memo_is_the_recount(n: int, variant: str) -> None:
     for s in play(n, variant, range(2)):
         s._clear_caches()
         assert s.strengths() == strengths_recount(s, derby=False)
-        assert s._compute_strengths(derby=True) == strengths_recount(s, derby=True)
+        assert dd_strengths.compute_strengths(s, derby=True) == strengths_recount(s, derby=True)
         lineups_with_modifiers += sum(
             any(s.face_up[c] and c in s.game._modifier_cards[1] for c in x) for x in s.lineups
         )

@@ -111,7 +111,7 @@ def _hand_card(
 
 def _events(state: DemolitionDerbyState) -> tuple[list[str], list[str]]:
     """(this turn's public events, the last Derby's result), as the text board words them."""
-    events = [state._event_text(e).strip() for e in state.events]
+    events = [state.event_text(e).strip() for e in state.events]
     last = [state.last_derby_text()] if state.last_derby is not None else []
     return events, last
 

@@ -1,0 +1,356 @@
+"""Demolition Derby: the observation (what one player knows, as a float32 vector).
+
+Layout (seats relative: index 0 = the observer, 1 = the player on its left, ...): the private
+part (what only the observer knows), then the public part; the table is in
+``docs/demolition_derby.md`` and in :func:`observation_slices`.
+
+Speed: the public part is built once per position and permuted per observer; each player's
+private part comes from the hands' part (shared by all players from
+``_SHARED_PRIVATE_MIN`` players on, else counted per player), built once while the hands
+last, with this phase's picks and choices laid over it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from derby_envs.core.game import slices_from_sizes
+from derby_envs.games.demolition_derby import abilities as ab
+from derby_envs.games.demolition_derby.constants import CHOOSE, DEC_KINDS, DEPLOY, OVER
+from derby_envs.games.demolition_derby.strengths import derby_scores
+
+if TYPE_CHECKING:
+    from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame, DemolitionDerbyState
+
+LINEUP_EXTRA = 6  # per-slot features after the design one-hot
+STRENGTH_CAP = 16  # strengths are clipped to this in observations
+TOTAL_CAP = 100
+_ZERO_ONE = np.array([0.0, 1.0], np.float32)
+# from this many players on, every player's private part is gathered from one shared vector
+# built once per hands (private_source); with fewer, each is counted on its own (measured:
+# the shared build's fixed numpy cost pays off from 4 observers per hands)
+_SHARED_PRIVATE_MIN = 4
+
+
+# ----- the layout (game facts) ------------------------------------------------------
+def private_gather(g: DemolitionDerbyGame, known: int) -> tuple[np.ndarray, np.ndarray]:
+    """With ``known`` seats' hands known (relative seats 1..known): per player, where
+    each private value is taken from in a state's ``private_source`` (n x private
+    size; the zero entry where nothing is), and which rows of the hands and unused
+    cards are unknown to each player (n x n+1, 0/1)."""
+    memo = g.__dict__.setdefault("_private_gather_memo", {})
+    hit = memo.get(known)
+    if hit is None:
+        n, D = g.num_players, g.num_designs
+        W = D + len(g.cards.types)
+        o = g._starts
+        u0 = (n + 1) * W  # unknown cards by player
+        f0 = u0 + n * W  # unknown-card fraction by player
+        zero, one = f0 + n, f0 + n + 1
+        gather = np.full((n, g.private_size), zero, np.intp)
+        rows = np.zeros((n, n + 1), np.float32)
+        cols = np.arange(W)
+        for p in range(n):
+            gather[p, o["hand"] : o["hand"] + D] = p * W + cols[:D]
+            for r in range(1, known + 1):
+                k0 = o["known_hands"] + (r - 1) * D
+                gather[p, k0 : k0 + D] = (p + r) % n * W + cols[:D]
+                gather[p, o["known"] + r - 1] = one
+            for r in range(known + 1, n):
+                rows[p, (p + r) % n] = 1.0
+            rows[p, n] = 1.0  # the unused cards
+            # unseen (D) and unseen_types (T) are contiguous
+            gather[p, o["unseen"] : o["unseen"] + W] = u0 + p * W + cols
+            gather[p, o["unknown_cards"]] = f0 + p
+        hit = memo[known] = (gather, rows)
+    return hit
+
+
+def pool_design_counts(g: DemolitionDerbyGame) -> np.ndarray:
+    """Mekk Mania: cards of each design in the whole pool it draws from."""
+    counts = np.zeros(g.num_designs, np.float32)
+    for c in g.cards.mekk_pool():
+        counts[g.cards.card_design[c]] += 1
+    return counts
+
+
+def observation_slices(g: DemolitionDerbyGame) -> dict[str, slice]:
+    n, D, S = g.num_players, g.num_designs, g.slots
+    T = len(g.cards.types)
+    sizes = [
+        ("to_act", 1), ("hand", D), ("picks", D), ("picks_left", 1),
+        ("known_hands", (n - 1) * D), ("known", n - 1), ("unseen", D), ("unseen_types", T),
+        ("unknown_cards", 1), ("decision_kind", len(DEC_KINDS)), ("decision_may", 1),
+        ("decision_card", D), ("decision_ability", D), ("decisions_left", 1),
+        ("phase", 3), ("progress", 2), ("level", g.max_level + 2),
+        ("instants_stopped", 1), ("wins", n), ("hand_sizes", n), ("combatants", n),
+        ("totals", n), ("special_win", n), ("last_winners", n),
+        ("lineups", n * S * (D + LINEUP_EXTRA)), ("discard", D), ("discarded_this_turn", D),
+    ]  # fmt: skip
+    return slices_from_sizes(sizes)
+
+
+def starts(g: DemolitionDerbyGame) -> dict[str, int]:
+    return {name: sl.start for name, sl in g.observation_slices.items()}
+
+
+def public_starts(g: DemolitionDerbyGame) -> dict[str, int]:
+    """Starts of the public slices within the public part."""
+    base = g.private_size
+    return {name: sl.start - base for name, sl in g.observation_slices.items()}
+
+
+def private_size(g: DemolitionDerbyGame) -> int:
+    return g.observation_slices["phase"].start
+
+
+def public_perm(g: DemolitionDerbyGame) -> list[np.ndarray]:
+    """Per observer: index array mapping the absolute public vector to relative seats."""
+    sl = g.observation_slices
+    n, D, S = g.num_players, g.num_designs, g.slots
+    base = g.private_size
+    size = g.observation_size - base
+    perms = []
+    per_seat = {"wins": 1, "hand_sizes": 1, "combatants": 1, "totals": 1,
+                "special_win": 1, "last_winners": 1, "lineups": S * (D + LINEUP_EXTRA)}  # fmt: skip
+    for p in range(n):
+        idx = np.arange(size)
+        for name, w in per_seat.items():
+            start = sl[name].start - base
+            for r in range(n):
+                q = (p + r) % n
+                idx[start + r * w : start + (r + 1) * w] = np.arange(
+                    start + q * w, start + (q + 1) * w
+                )
+        perms.append(idx)
+    return perms
+
+
+def observation_bounds(g: DemolitionDerbyGame) -> tuple[np.ndarray, np.ndarray]:
+    sl = g.observation_slices
+    high = np.ones(g.observation_size, np.float32)
+    cmax = float(max(g.cards.max_copies(), 1))
+    for name in ("hand", "picks", "known_hands", "unseen", "discard", "discarded_this_turn"):
+        high[sl[name]] = cmax
+    high[sl["unseen_types"]] = float(g.cards.num_cards)
+    high[sl["wins"]] = g.params["max_derbies"] / g.params["wins_needed"]
+    high[sl["totals"]] = TOTAL_CAP / 10
+    D = g.num_designs
+    lin = high[sl["lineups"]].reshape(-1, D + LINEUP_EXTRA)
+    lin[:, -1] = STRENGTH_CAP / 4
+    return np.zeros(g.observation_size, np.float32), high
+
+
+# ----- the vectors -------------------------------------------------------------------
+
+
+def observation(s: DemolitionDerbyState, player: int) -> np.ndarray:
+    pub = s._pub
+    if pub is None:
+        pub = s._pub = build_public(s)
+    priv = s._priv.get(player)
+    if priv is None:
+        priv = s._priv[player] = build_private(s, player)
+    if player == 0:  # seat 0's relative order is the absolute one
+        return np.concatenate((priv, pub))
+    return np.concatenate((priv, pub.take(s.game._public_perm[player])))
+
+
+def build_private(s: DemolitionDerbyState, p: int) -> np.ndarray:
+    g = s.game
+    if s.phase == OVER:
+        return np.zeros(g.private_size, np.float32)
+    if g._n >= _SHARED_PRIVATE_MIN:
+        gather, _ = g._private_gather(min(s.turn, g._n - 1))
+        v = private_source(s).take(gather[p])
+    else:
+        base = s._priv_base.get(p)
+        if base is None:
+            base = s._priv_base[p] = build_private_base(s, p)
+        v = base.copy()
+    # what this phase's own picks and choices change, laid over the hands' part
+    o = g._starts
+    v[0] = p in s.movers
+    picks = s.picks[p]
+    if picks:
+        h, pk = o["hand"], o["picks"]
+        for d in picks:
+            v[h + d] -= 1  # the hand slot shows the cards not picked
+            v[pk + d] += 1
+    if s.phase == DEPLOY:
+        v[o["picks_left"]] = (g.picks_per_turn - len(picks)) / g.picks_per_turn
+    elif s.phase == CHOOSE:
+        mine = [t for t in s.tasks if t.player == p and t.opts is not None]
+        if mine:
+            t = mine[0]
+            v[o["decision_kind"] + t.kind] = 1.0
+            v[o["decision_may"]] = float(t.may)
+            v[o["decision_card"] + t.card_design] = 1.0
+            v[o["decision_ability"] + t.design] = 1.0
+            v[o["decisions_left"]] = min(len(mine), 8) / 8
+    return v
+
+
+def private_source(s: DemolitionDerbyState) -> np.ndarray:
+    """What every player's private part is gathered from (``private_gather``),
+    built once while the hands last: the cards of each hand and the unused ones by
+    design then type (n+1 rows of W = D+T), each player's unknown cards by design then
+    type (n rows), each player's unknown-card fraction (n), then 0 and 1."""
+    src = s._priv_src
+    if src is None:
+        g = s.game
+        cs = g.cards
+        cd, ct = cs.card_design, cs.card_type
+        D, n = g.num_designs, g._n
+        W = D + len(cs.types)
+        idx: list[int] = []
+        for q, cards in enumerate((*s.hands, s.unused)):
+            b = q * W
+            idx += [b + cd[c] for c in cards]
+            b += D
+            idx += [b + ct[c] for c in cards]
+        seats = np.bincount(np.array(idx, np.intp), minlength=(n + 1) * W)
+        seats = seats.astype(np.float32).reshape(n + 1, W)
+        _, unknown_rows = g._private_gather(min(s.turn, n - 1))
+        unseen = unknown_rows @ seats  # small integers: exact in float32
+        # each unknown card has one type: the type counts sum to the unknown cards
+        frac = unseen[:, D:].sum(axis=1, dtype=np.float64) / cs.num_cards
+        if g.params["variant"] == "mekk_mania":
+            # also the cards still in the box: the whole pool minus what is known
+            unseen[:, :D] += g.pool_design_counts - np.bincount(
+                np.array([cd[c] for c in s.deck], np.intp), minlength=D
+            ).astype(np.float32)
+        src = s._priv_src = np.concatenate(
+            (seats.ravel(), unseen.ravel(), frac.astype(np.float32), _ZERO_ONE)
+        )
+    return src
+
+
+def build_private_base(s: DemolitionDerbyState, p: int) -> np.ndarray:
+    """Player ``p``'s private part from the hands alone (no picks, choices or to_act),
+    on its own (cheaper than ``private_source`` when few players observe)."""
+    g = s.game
+    cs = g.cards
+    cd = cs.card_design
+    o = g._starts
+    D = g.num_designs
+    n = g._n
+    # every count is a list of indices, counted in one bincount (far cheaper than
+    # element writes, on a list or on an array)
+    h = o["hand"]
+    idx = [h + cd[c] for c in s.hands[p]]
+    known = min(s.turn, n - 1)
+    for r in range(1, known + 1):
+        base = o["known_hands"] + (r - 1) * D
+        idx += [base + cd[c] for c in s.hands[(p + r) % n]]
+    idx += range(o["known"], o["known"] + known)
+    unknown = s.unknown_cards(p)
+    u, t0 = o["unseen"], o["unseen_types"]
+    ct = cs.card_type
+    idx += [u + cd[c] for c in unknown]
+    idx += [t0 + ct[c] for c in unknown]
+    v = np.bincount(np.array(idx, np.intp), minlength=g.private_size).astype(np.float32)
+    if g.params["variant"] == "mekk_mania":
+        v[u : u + D] += g.pool_design_counts - np.bincount(
+            np.array([cd[c] for c in s.deck], np.intp), minlength=D
+        ).astype(np.float32)
+    v[o["unknown_cards"]] = len(unknown) / cs.num_cards
+    return v
+
+
+def build_public(s: DemolitionDerbyState) -> np.ndarray:
+    g = s.game
+    cd = g.cards.card_design
+    o = g._public_starts
+    D, n, S = g.num_designs, g._n, g.slots
+    v = np.zeros(g.observation_size - g.private_size, np.float32)
+    # the head (every slice before the lineups, from index 0) is built as one list and
+    # written once: element writes on an array cost far more
+    head = [0.0] * o["lineups"]
+    head[o["phase"] + s.phase] = 1.0
+    head[o["progress"]] = s.derby / g.params["max_derbies"]
+    head[o["progress"] + 1] = min(s.turn / max(g.turns_per_derby - 1, 1), 1.0)
+    head[o["level"] + (s.level if s.phase == CHOOSE else g.max_level + 1)] = 1.0
+    head[o["instants_stopped"]] = float(bool(s.stoppers))
+    wn = g.params["wins_needed"]
+    w0 = o["wins"]
+    head[w0 : w0 + n] = [x / wn for x in s.wins]
+    for q in s.last_winners:
+        head[o["last_winners"] + q] = 1.0
+    if s.phase == OVER:
+        v[: len(head)] = head
+        return v
+    st = s.strengths()  # first: the Derby scores start from these
+    totals, special = derby_scores(s)
+    F = D + LINEUP_EXTRA
+    # every Instant of the level counts as pending until the level is applied: whether a
+    # player has already made its (hidden) choice must not show
+    queued = set(s.queue)
+    queued.update(t.card for t in s.tasks)
+    hs, hz, cz, tz = g.hand_size, o["hand_sizes"], o["combatants"], o["totals"]
+    head[hz : hz + n] = [len(x) / hs for x in s.hands]
+    head[cz : cz + n] = [len(x) / S for x in s.lineups]
+    head[tz : tz + n] = [min(t, TOTAL_CAP) / 10 for t in totals]
+    for q in special:
+        head[o["special_win"] + q] = 1.0
+    v[: len(head)] = head
+    # per slot (a row of F features): the design one-hot, then the LINEUP_EXTRA values,
+    # all slots written with two fancy assignments
+    rows: list[int] = []
+    cards: list[int] = []
+    for q, lineup in enumerate(s.lineups):
+        r0 = q * S
+        rows += range(r0, r0 + len(lineup))
+        cards += lineup
+    if cards:
+        fu, tt = s.face_up, s.this_turn
+        L = o["lineups"]
+        slots = v[L : L + n * S * F].reshape(n * S, F)  # a view
+        rows_a = np.array(rows, np.intp)
+        slots[rows_a, [cd[c] for c in cards]] = 1.0
+        if ab.protectors(s):
+            no_discard, no_swap = protected_vs_others(s)
+        else:
+            no_discard = no_swap = ()
+        feats: list[float] = []
+        for c in cards:
+            feats += (
+                fu[c],
+                tt[c],
+                c in queued,
+                c in no_discard,
+                c in no_swap,
+                min(st[c], STRENGTH_CAP) / 4,
+            )
+        slots[rows_a, D:] = np.array(feats, np.float32).reshape(-1, LINEUP_EXTRA)
+    # counted on a list: one += on an array element costs as much as this whole loop
+    counts = [0] * (2 * D)
+    for c in s.discard:
+        counts[cd[c]] += 1
+    for c in s.discard_turn:
+        counts[D + cd[c]] += 1
+    dz = o["discard"]
+    v[dz : dz + 2 * D] = counts  # discarded_this_turn follows discard
+    return v
+
+
+def protected_vs_others(s: DemolitionDerbyState) -> tuple[set[int], set[int]]:
+    """Lineup cards that ``protected(c, kind, actor)`` holds for (discard, swap), with
+    ``actor`` the player left of ``c``'s owner (the observation's "any other player")."""
+    n = s.game.num_players
+    out: dict[str, set[int]] = {"discard": set(), "swap": set()}
+    for p, src, op in ab.protectors(s):
+        f = op.targets
+        for kind in op.against:
+            hit = out[kind]
+            for q, lineup in enumerate(s.lineups):
+                if op.source != "any" and (q + 1) % n == p:
+                    continue
+                if (f.owner == "you" and q != p) or (f.owner == "other" and q == p):
+                    continue
+                for c in lineup:
+                    if c not in hit and ab.match(s, f, c, p, src):
+                        hit.add(c)
+    return out["discard"], out["swap"]
