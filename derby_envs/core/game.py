@@ -79,10 +79,20 @@ class Game(ABC):
     def num_actions(self) -> int:
         """Size of the flat discrete action space."""
 
-    @property
-    @abstractmethod
+    #: the observation declared once (``derby_envs.core.layout.Layout``); when set, the
+    #: default ``observation_slices`` follows from it and docs/<game>.md is checked against it
+    observation_layout: ClassVar[Any] = None
+
+    def layout_variables(self) -> dict[str, int]:
+        """Values of the letters in ``observation_layout``'s size formulas (``n``: players)."""
+        return {"n": self.num_players}
+
+    @cached_property
     def observation_slices(self) -> Mapping[str, slice]:
         """Named, contiguous, ordered slices of the observation vector."""
+        if self.observation_layout is None:
+            raise NotImplementedError(f"{type(self).__name__} declares no observation layout")
+        return self.observation_layout.slices(self.layout_variables())
 
     @cached_property
     def observation_size(self) -> int:

@@ -13,33 +13,10 @@ Action table (``num_actions = 4 * (max_stake + 1)``)::
     action = horse * (max_stake + 1) + stake
     horse: 0 Hearts, 1 Diamonds, 2 Spades, 3 Clubs;  stake: 0..max_stake chips (capped by chips)
 
-Observation (float32 in [0, 1]; seats are relative: index 0 = the observer, 1 = the player on
-its left, ...; chip amounts are divided by the total chips in play, ``T = num_players *
-bankroll``); the slices, in order:
-
-==================  =====  ==========================================================
-name                size   meaning
-==================  =====  ==========================================================
-to_act              1      1 if the observer must bet now
-race                2      races played / num_races, races left / num_races
-dealer              n      one-hot seat of this race's dealer
-chips               n      each player's chips / T
-active              n      1 if the player still plays (0: sat out, could not ante)
-has_bet             n      1 if the player's bet is visible (sequential mode: already bet;
-                           sealed mode: only the observer's own)
-bet_horse           4n     one-hot horse of each visible bet
-bet_stake           n      visible stake / max_stake
-pool                1      ante pool now (antes of this race + carry-over) / T
-stake_pot           1      stake pot now (visible stakes + carry-over) / T
-backers             4      visible backers of each horse / n
-stakes_on           4      visible stakes on each horse / T
-odds                4      pari-mutuel return of one more chip on each horse:
-                           (pot + 1) / (stakes on it + 1) / (T + 1)
-pool_share          4      chips the pool would pay to one more backer of each horse / T
-max_stake           1      the observer's largest legal stake / max_stake
-last_first          4      one-hot winner of the previous race
-last_second         4      one-hot second of the previous race (6+ players)
-==================  =====  ==========================================================
+Observation (float32 in [0, 1]): declared once in ``OBSERVATION`` below (name, size, meaning;
+``docs/kentucky_derby.md`` shows the same table, a test checks they agree). Seats are relative
+(``derby_envs.core.seats``: index 0 = the observer, 1 = the player on its left, ...); chip
+amounts are divided by the total chips in play, ``T = num_players * bankroll``.
 
 Places (rules text): the winner is the Ace furthest past the post after an equal number of
 cards, ties broken by further cards to the tied Aces only. With 6+ players (``second_place``),
@@ -84,9 +61,9 @@ from derby_envs.core.game import (
     saved_int,
     saved_ints,
     saved_list,
-    slices_from_sizes,
     win_share_returns,
 )
+from derby_envs.core.layout import Layout
 from derby_envs.core.params import Param
 from derby_envs.core.seats import seat_order
 
@@ -196,6 +173,37 @@ def load_movement_table(name: str) -> np.ndarray:
     return _table_moves(tables[name], f"table {name!r} of {builtin}")
 
 
+OBSERVATION = Layout(
+    [
+        ("to_act", 1, "1 if the observer must bet now"),
+        ("race", 2, "races played / num_races, races left / num_races"),
+        ("dealer", "n", "one-hot seat of the dealer"),
+        ("chips", "n", "chips / T (in sealed mode, before the stakes the observer cannot see)"),
+        ("active", "n", "1 if the player still plays (0: sat out)"),
+        (
+            "has_bet",
+            "n",
+            "1 if the player's bet is visible (sequential: has bet; sealed: only one's own)",
+        ),
+        ("bet_horse", "4n", "one-hot horse of each visible bet"),
+        ("bet_stake", "n", "visible stake / max_stake"),
+        ("pool", 1, "ante pool now (this race's antes + carry-over) / T"),
+        ("stake_pot", 1, "stake pot now (visible stakes + carry-over) / T"),
+        ("backers", 4, "visible backers per horse / n"),
+        ("stakes_on", 4, "visible stakes per horse / T"),
+        (
+            "odds",
+            4,
+            "pari-mutuel return of one more chip on each horse: (pot + 1) / (stakes on it + 1) / (T + 1)",
+        ),
+        ("pool_share", 4, "chips the pool would pay one more backer of each horse / T"),
+        ("max_stake", 1, "the observer's largest legal stake / max_stake"),
+        ("last_first", 4, "one-hot winner of the previous race"),
+        ("last_second", 4, "one-hot second of the previous race (6+ players)"),
+    ]
+)
+
+
 def _movement_tables() -> tuple[str, ...]:
     return tuple(json.loads((DATA_DIR / "movement_tables.json").read_text())["tables"])
 
@@ -207,6 +215,7 @@ class KentuckyDerbyGame(Game):
     display_name = "Kentucky Derby"
     reward_modes = ("win", "chips")
     simultaneous = True  # the "sealed" betting mode
+    observation_layout = OBSERVATION
     param_spec = (
         Param("num_players", 4, int, "number of players", low=3, high=10),
         Param(
@@ -291,17 +300,6 @@ class KentuckyDerbyGame(Game):
     @property
     def total_chips(self) -> int:
         return self.num_players * self.params["bankroll"]
-
-    @cached_property
-    def observation_slices(self) -> dict[str, slice]:
-        n = self.num_players
-        sizes = [
-            ("to_act", 1), ("race", 2), ("dealer", n), ("chips", n), ("active", n),
-            ("has_bet", n), ("bet_horse", 4 * n), ("bet_stake", n), ("pool", 1),
-            ("stake_pot", 1), ("backers", 4), ("stakes_on", 4), ("odds", 4),
-            ("pool_share", 4), ("max_stake", 1), ("last_first", 4), ("last_second", 4),
-        ]  # fmt: skip
-        return slices_from_sizes(sizes)
 
     def action_name(self, action: int) -> str:
         horse, stake = divmod(int(action), self.stake_levels)
