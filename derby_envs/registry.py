@@ -1,10 +1,16 @@
-"""The suite's games and their registration with PettingZoo's and Gymnasium's registries."""
+"""The suite's games and their registration with PettingZoo's and Gymnasium's registries.
+
+Each game's facts live in its package (``GAME_INFO`` in ``derby_envs/games/<game>/__init__.py``,
+a :class:`~derby_envs.core.info.GameInfo`); this module lists the packages, one line per game,
+and registers them. A game outside the package (a plugin, or the test suite's toy game) joins
+with one call: ``register_game("my_package")``.
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
+from types import ModuleType
 
 import gymnasium
 
@@ -15,51 +21,92 @@ except ImportError:  # older PettingZoo: the envs are still importable from thei
 
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.game import Game
+from derby_envs.core.info import GameInfo, SmokeRun, load
+
+__all__ = [
+    "GAMES",
+    "GAME_PACKAGES",
+    "GameInfo",
+    "SmokeRun",
+    "available_games",
+    "game_info",
+    "get_game_class",
+    "make_game",
+    "register_all",
+    "register_game",
+    "unregister_game",
+]
+
+#: The shipped games: one package per line, each defining ``GAME_INFO``.
+GAME_PACKAGES: tuple[str, ...] = (
+    "derby_envs.games.kentucky_derby",
+    "derby_envs.games.derby",
+    "derby_envs.games.demolition_derby",
+)
+
+#: Registered games by name (the shipped ones, then any added by :func:`register_game`).
+GAMES: dict[str, GameInfo] = {}
 
 
-@dataclass(frozen=True)
-class GameInfo:
-    name: str  # e.g. "kentucky_derby"
-    module: str  # versioned entry-point module
-    engine: str  # "module:GameClass"
-    gym_id: str  # Gymnasium single-agent id
-    gym_entry: str  # "module:Class"
-
-    @property
-    def pz_id(self) -> str:
-        return f"derby_envs/{self.name}-v0"
-
-
-GAMES: dict[str, GameInfo] = {
-    g.name: g
-    for g in (
-        GameInfo(
-            "kentucky_derby",
-            "derby_envs.kentucky_derby_v0",
-            "derby_envs.games.kentucky_derby.engine:KentuckyDerbyGame",
-            "derby_envs/KentuckyDerby-v0",
-            "derby_envs.games.kentucky_derby.env:KentuckyDerbySingleAgentEnv",
-        ),
-        GameInfo(
-            "derby",
-            "derby_envs.derby_v0",
-            "derby_envs.games.derby.engine:DerbyGame",
-            "derby_envs/Derby-v0",
-            "derby_envs.games.derby.env:DerbySingleAgentEnv",
-        ),
-        GameInfo(
-            "demolition_derby",
-            "derby_envs.demolition_derby_v0",
-            "derby_envs.games.demolition_derby.engine:DemolitionDerbyGame",
-            "derby_envs/DemolitionDerby-v0",
-            "derby_envs.games.demolition_derby.env:DemolitionDerbySingleAgentEnv",
-        ),
-    )
-}
+def _info_of(package: str | ModuleType | GameInfo) -> GameInfo:
+    if isinstance(package, GameInfo):
+        return package
+    module = importlib.import_module(package) if isinstance(package, str) else package
+    info = getattr(module, "GAME_INFO", None)
+    if not isinstance(info, GameInfo):
+        raise InvalidParameterError(
+            f"{module.__name__} defines no GAME_INFO (a derby_envs.core.info.GameInfo)"
+        )
+    return info
 
 
 def _available(info: GameInfo) -> bool:
-    return importlib.util.find_spec(info.module) is not None
+    try:
+        return importlib.util.find_spec(info.module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def register_game(package: str | ModuleType | GameInfo) -> GameInfo:
+    """Add a game to :data:`GAMES` and register its envs with PettingZoo and Gymnasium.
+
+    ``package`` is the game's package (its name or the module) defining ``GAME_INFO``, or the
+    record itself. Registering the same record again does nothing; another record under a
+    registered name is an error.
+    """
+    info = _info_of(package)
+    known = GAMES.get(info.name)
+    if known is not None and known != info:
+        raise InvalidParameterError(f"a different game is already registered as {info.name!r}")
+    GAMES[info.name] = info
+    if _available(info):
+        _register_envs(info)
+    return info
+
+
+def unregister_game(name: str) -> None:
+    """Remove a game added by :func:`register_game` (and its PettingZoo/Gymnasium ids)."""
+    info = GAMES.pop(name, None)
+    if info is None:
+        raise InvalidParameterError(f"no game {name!r} is registered")
+    gymnasium.registry.pop(info.gym_id, None)
+    if pz_registration is not None:
+        pz_registration.aec_registry.pop(info.pz_id, None)
+        pz_registration.parallel_registry.pop(info.pz_id, None)
+
+
+def _register_envs(info: GameInfo) -> None:
+    if pz_registration is not None and info.pz_id not in pz_registration.aec_registry:
+        pz_registration.register("aec", info.pz_id, entry_point=f"{info.module}:env")
+        pz_registration.register("parallel", info.pz_id, entry_point=f"{info.module}:parallel_env")
+    if info.gym_id not in gymnasium.registry:
+        gymnasium.register(id=info.gym_id, entry_point=info.gym_entry)
+
+
+def register_all() -> None:
+    """Register every shipped game with PettingZoo (AEC and parallel, 1.27+) and Gymnasium."""
+    for package in GAME_PACKAGES:
+        register_game(package)
 
 
 def available_games() -> list[str]:
@@ -67,14 +114,19 @@ def available_games() -> list[str]:
     return [name for name, info in GAMES.items() if _available(info)]
 
 
-def get_game_class(name: str) -> type[Game]:
-    """The engine's Game class for a game name."""
-    if name not in GAMES or not _available(GAMES[name]):
+def game_info(name: str) -> GameInfo:
+    """The record of a registered game (unknown names get an error listing the known ones)."""
+    info = GAMES.get(name)
+    if info is None or not _available(info):
         raise InvalidParameterError(
             f"unknown game {name!r}; available: {', '.join(available_games())}"
         )
-    module, cls = GAMES[name].engine.split(":")
-    return getattr(importlib.import_module(module), cls)
+    return info
+
+
+def get_game_class(name: str) -> type[Game]:
+    """The engine's Game class for a game name."""
+    return load(game_info(name).engine)
 
 
 def make_game(name: str, **params) -> Game:
@@ -82,15 +134,4 @@ def make_game(name: str, **params) -> Game:
     return get_game_class(name)(**params)
 
 
-def register_all() -> None:
-    """Register every game with PettingZoo (AEC and parallel, 1.27+) and Gymnasium."""
-    for info in GAMES.values():
-        if not _available(info):
-            continue
-        if pz_registration is not None and info.pz_id not in pz_registration.aec_registry:
-            pz_registration.register("aec", info.pz_id, entry_point=f"{info.module}:env")
-            pz_registration.register(
-                "parallel", info.pz_id, entry_point=f"{info.module}:parallel_env"
-            )
-        if info.gym_id not in gymnasium.registry:
-            gymnasium.register(id=info.gym_id, entry_point=info.gym_entry)
+register_all()

@@ -1,22 +1,33 @@
-"""The shipped conformance battery (derby_envs.test) over registry x player counts x options.
+"""The shipped conformance suite (derby_envs.test) over registry x player counts x options.
 
 Every applicable pettingzoo.test check and Gymnasium's check_env run with their default
-arguments on every option set each game declares; PettingZoo warnings are errors.
+arguments on every option set each game declares (PettingZoo warnings are errors), the engine
+contract on the same option sets, and the environments' own contract at every player count.
+The per-game test files keep only rule tests. Also here: the registry's per-game records.
 """
 
 from __future__ import annotations
 
-import copy
-import pickle
+from pathlib import Path
 
-import gymnasium
-import numpy as np
 import pytest
+import yaml
 
 import derby_envs
-from derby_envs.test import all_configs, entry_module, gymnasium_battery, pettingzoo_battery
+from derby_envs import registry
+from derby_envs.core.info import GameInfo, SmokeRun
+from derby_envs.test import (
+    ENV_CHECKS,
+    all_configs,
+    engine_battery,
+    gymnasium_battery,
+    pettingzoo_battery,
+    player_counts,
+)
 
 CONFIGS = list(all_configs())
+GAMES = sorted(registry.available_games())
+SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
 
 
 def _id(config):
@@ -26,7 +37,7 @@ def _id(config):
 
 def test_every_game_declares_option_sets():
     games = {g for g, _ in CONFIGS}
-    assert games == set(derby_envs.GAMES)
+    assert games == set(derby_envs.GAMES) == set(GAMES)
     for game in games:
         lo, hi = derby_envs.get_game_class(game).player_range()
         counts = {o.get("num_players") for g, o in CONFIGS if g == game}
@@ -45,122 +56,107 @@ def test_gymnasium_check_env_defaults(config):
     gymnasium_battery(game, **options)
 
 
-@pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
-def test_parallel_wait_action_and_fixed_infos(game):
-    """No all-zero mask reaches a parallel consumer; infos keep one shape all game long."""
-    par = entry_module(game).parallel_env(illegal_action="raise")
-    obs, infos = par.reset(seed=4)
-    rng = np.random.default_rng(4)
-    keys = {"acting", "winner", "illegal_action", "offender"}
-    while True:
-        for a, o in obs.items():
-            assert o["action_mask"].any(), f"{a} got an all-zero mask"
-            assert set(infos[a]) == keys and all(isinstance(v, bool) for v in infos[a].values())
-            if not infos[a]["acting"]:
-                assert np.flatnonzero(o["action_mask"]).tolist() == [0]
-        if not par.agents:
-            break
-        acting = [a for a in par.agents if infos[a]["acting"]]
-        assert acting, "somebody must be choosing in a live game"
-        actions = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in par.agents}
-        obs, rewards, terms, truncs, infos = par.step(actions)
-    winners = [a for a, i in infos.items() if i["winner"]]
-    assert winners == [f"player_{w}" for w in par.game_state.winners()]
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_engine_contract(config):
+    game, options = config
+    engine_battery(game, **options)
 
 
-@pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
-def test_replace_mode_keeps_playing_and_charges_the_offender(game):
-    par = entry_module(game).parallel_env(illegal_action="replace", illegal_reward=-0.5)
-    obs, infos = par.reset(seed=1)
-    mover = next(a for a in par.agents if infos[a]["acting"])
-    p = par.agent_name_mapping[mover]
-    before = par.game_state.returns(par.reward_mode)[p]
-    obs, rewards, terms, truncs, infos = par.step({mover: par.game.num_actions})  # out of range
-    assert infos[mover]["illegal_action"] and infos[mover]["offender"]
-    assert not any(terms.values())
-    # the charge is added to the step's own reward: the change of the mover's return, exactly
-    after = par.game_state.returns(par.reward_mode)[p]
-    assert rewards[mover] == pytest.approx(after - before - 0.5)
+ENV_CASES = [
+    pytest.param(game, n, check, id=f"{game}-{n}p-{check.__name__}")
+    for game in GAMES
+    for n in player_counts(game)
+    for check in ENV_CHECKS
+]
 
 
-@pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
-def test_gymnasium_view_pickles_mid_episode(game):
-    env = gymnasium.make(derby_envs.GAMES[game].gym_id).unwrapped
-    obs, info = env.reset(seed=2)
-    rng = np.random.default_rng(2)
-    for _ in range(5):
-        obs, _, term, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
-        if term:
-            obs, info = env.reset()
-    for twin in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env)):
-        assert np.array_equal(twin.game_state.observation(twin.seat), obs)
-        assert twin.game_state.to_dict() == env.game_state.to_dict()
+@pytest.mark.parametrize(("game", "num_players", "check"), ENV_CASES)
+def test_env_contract(game, num_players, check):
+    check(game, num_players=num_players)
+
+
+# ----- the registry's per-game records ----------------------------------------------------
+def test_registry_lists_one_package_per_game():
+    assert len(registry.GAME_PACKAGES) == len(set(registry.GAME_PACKAGES))
+    for package in registry.GAME_PACKAGES:
+        info = __import__(package, fromlist=["GAME_INFO"]).GAME_INFO
+        assert registry.GAMES[info.name] is info
+        assert info.engine.startswith(package + ".") and info.env.startswith(package + ".")
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_game_info_agrees_with_the_engine(game):
+    info = registry.game_info(game)
+    cls = registry.get_game_class(game)
+    assert cls is info.game_class and cls.name == game
+    assert info.simultaneous == cls.simultaneous  # derived, not repeated
+    assert info.display_name == cls.display_name
+    lo, hi = cls.player_range()
+    assert all(lo <= n <= hi for n in info.bench_players)
+    assert info.pz_id == f"derby_envs/{game}-v0"
+    assert info.entry_module().raw_env.game_cls is cls
+
+
+@pytest.mark.parametrize("path", sorted(SMOKE.glob("*.yaml")), ids=lambda p: p.stem)
+def test_smoke_configs_agree_with_the_records(path):
+    """While configs/smoke/<game>.yaml exist, they are the records' smoke runs."""
+    config = yaml.safe_load(path.read_text())
+    info = registry.game_info(config["game"])
+    assert config["total_timesteps"] == info.smoke.total_timesteps
+    assert config["opponents"]["pool"] == info.smoke.pool()
+
+
+def test_ansi_colours_come_from_the_records():
+    from derby_envs.core.ansi import Palette, game_rules
+
+    for game in GAMES:
+        assert game_rules(game) == registry.game_info(game).ansi_rules
+    assert game_rules("no_such_game") == ()
+    assert "\x1b[1;31mHearts\x1b[0m" in Palette(True).board("t\nHearts", "kentucky_derby")
+    assert Palette(True).board("t\nHearts", "derby") == "\x1b[1mt\x1b[0m\nHearts"
+
+
+def _record(**changes):
+    base = dict(
+        name="toy",
+        engine="m:Game",
+        module="m_v0",
+        env="m.env",
+        gym_id="derby_envs/Toy-v0",
+        gym_entry="m.env:View",
+        bench_players=(2,),
+    )
+    return GameInfo(**{**base, **changes})
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
+    ("changes", "match"),
     [
-        ({"illegal_reward": "x"}, "illegal_reward"),
-        ({"illegal_reward": float("nan")}, "illegal_reward"),
-        ({"illegal_reward": float("inf")}, "illegal_reward"),
-        ({"illegal_reward": True}, "illegal_reward"),
-        ({"max_cycles": 0}, "max_cycles"),
-        ({"max_cycles": 2.5}, "max_cycles"),
-        ({"num_players": float("inf")}, "num_players"),
-        ({"illegal_action": "ignore"}, "illegal_action"),
+        ({"name": "Toy Game"}, "name"),
+        ({"engine": "no_colon"}, "engine"),
+        ({"gym_entry": ""}, "gym_entry"),
+        ({"module": ""}, "module"),
+        ({"bench_players": ()}, "bench_players"),
+        ({"bench_players": (0,)}, "bench_players"),
+        ({"smoke": SmokeRun(opponents=())}, "smoke.opponents"),
+        ({"smoke": SmokeRun(total_timesteps=0)}, "total_timesteps"),
+        ({"ansi_rules": ((r"(", ("red",)),)}, "ansi_rules"),
+        ({"ansi_rules": ((r"x", ("mauve",)),)}, "mauve"),
     ],
 )
-@pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
-def test_bad_env_arguments_get_clear_errors(game, kwargs, match):
-    mod = entry_module(game)
-    for make in (mod.env, mod.parallel_env, mod.raw_env):
-        with pytest.raises(derby_envs.InvalidParameterError, match=match):
-            make(**kwargs)
+def test_bad_records_are_refused_with_the_field_named(changes, match):
     with pytest.raises(derby_envs.InvalidParameterError, match=match):
-        gymnasium.make(derby_envs.GAMES[game].gym_id, **kwargs)
+        _record(**changes)
 
 
-@pytest.mark.parametrize("seed", [-1, 1.5, "5", True])
-@pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
-def test_bad_seeds_are_refused(game, seed):
-    mod = entry_module(game)
-    for env in (mod.raw_env(), mod.parallel_env()):
-        with pytest.raises(derby_envs.InvalidParameterError, match="seed"):
-            env.reset(seed=seed)
-    with pytest.raises(derby_envs.InvalidParameterError, match="seed"):
-        gymnasium.make(derby_envs.GAMES[game].gym_id).unwrapped.reset(seed=seed)
-
-
-@pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
-def test_raw_env_before_reset_and_after_the_end(game):
-    mod = entry_module(game)
-    env = mod.raw_env()
-    for call in (env.state, lambda: env.observe("player_0"), lambda: env.step(0)):
-        with pytest.raises(RuntimeError, match="reset"):
-            call()
-    env.reset(seed=0)
-    with pytest.raises(KeyError, match="unknown agent"):
-        env.observe("player_99")
-    rng = np.random.default_rng(0)
-    for _agent in env.agent_iter():
-        obs, _, term, trunc, _ = env.last()
-        env.step(None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
-    with pytest.raises(RuntimeError, match="reset"):
-        env.step(0)
-    par = mod.parallel_env()
-    with pytest.raises(RuntimeError, match="reset"):
-        par.step({})
-
-
-@pytest.mark.parametrize("game", sorted(derby_envs.GAMES))
-def test_replace_mode_flags_the_offender_even_without_a_charge(game):
-    """``illegal_reward=0`` under "replace": no charge, but the infos still say what happened."""
-    aec = entry_module(game).env(illegal_action="replace", illegal_reward=0.0)
-    aec.reset(seed=2)
-    offender = aec.agent_selection
-    aec.step(aec.unwrapped.game.num_actions)  # out of range
-    assert aec.infos[offender]["illegal_action"] and aec.infos[offender]["offender"]
-    view = gymnasium.make(derby_envs.GAMES[game].gym_id, illegal_action="replace", illegal_reward=0)
-    view.reset(seed=2)
-    *_, info = view.step(view.unwrapped.game.num_actions)
-    assert info["illegal_action"]
+def test_register_game_refuses_what_is_not_a_game():
+    with pytest.raises(derby_envs.InvalidParameterError, match="GAME_INFO"):
+        registry.register_game("derby_envs.core")
+    clash = _record(name="derby")
+    with pytest.raises(derby_envs.InvalidParameterError, match="already registered"):
+        registry.register_game(clash)
+    assert registry.register_game("derby_envs.games.derby") is registry.GAMES["derby"]
+    with pytest.raises(derby_envs.InvalidParameterError, match="no game"):
+        registry.unregister_game("no_such_game")
+    with pytest.raises(derby_envs.InvalidParameterError, match="unknown game 'nope'"):
+        registry.make_game("nope")

@@ -90,34 +90,13 @@ COMMON_RULES: tuple[Rule, ...] = (
     (r"(?<![\w.])-\d+\b", ("red",)),
 )
 
-GAME_RULES: dict[str, tuple[Rule, ...]] = {
-    "kentucky_derby": (
-        (r"\b(?:Hearts|Diamonds)\b", ("bold", "red")),
-        (r"\b(?:Spades|Clubs)\b", ("bold", "blue")),
-        (r"\|([.]+)", ("grey",)),
-    ),
-    # Derby's nine horse colours (rules: red, orange, yellow, green, blue, purple, pink,
-    # white, black) shown in their own colour.
-    "derby": tuple(
-        (rf"\b{name}\b", (colour, "bold"))
-        for name, colour in (
-            ("red", "red"),
-            ("orange", "orange"),
-            ("yellow", "yellow"),
-            ("green", "green"),
-            ("blue", "bright_blue"),
-            ("purple", "purple"),
-            ("pink", "pink"),
-            ("white", "white"),
-            ("black", "grey"),
-        )
-    ),
-    "demolition_derby": (
-        (r"\b(?:Battlemekk|Wunderwaffe)\b", ("magenta",)),
-        (r"\b(?:Tank|Juggernaut)\b", ("yellow",)),
-        (r"\bdiscard(?:ed|s)?\b", ("red",)),
-    ),
-}
+
+def game_rules(game: str | None) -> tuple[Rule, ...]:
+    """A game's own colouring rules (``ansi_rules`` of its registry record; none if unknown)."""
+    from derby_envs.registry import GAMES  # the registry imports the games: only when colouring
+
+    info = GAMES.get(game or "")
+    return () if info is None else info.ansi_rules
 
 
 class Palette:
@@ -144,7 +123,7 @@ class Palette:
         rules: list[Rule] = []
         if seat is not None:
             rules.append((rf"\bplayer_{int(seat)}\b", ("bold", "cyan")))
-        rules.extend(GAME_RULES.get(game or "", ()))
+        rules.extend(game_rules(game))
         rules.extend(COMMON_RULES)
         lines = text.split("\n")
         out = [self(lines[0], "bold")] if lines and lines[0] else lines[:1]

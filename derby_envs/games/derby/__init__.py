@@ -1,1 +1,33 @@
-"""Derby (Dirk Henn, 2000): the horse-race betting board game. See ``engine`` for the rules."""
+"""Derby (Dirk Henn, 2000): the horse-race betting board game. See ``engine`` for the rules.
+
+``GAME_INFO`` is this game's record for the registry (:mod:`derby_envs.core.info`).
+"""
+
+from derby_envs.core.info import GameInfo, SmokeRun
+
+# The nine horse colours (rules: red, orange, yellow, green, blue, purple, pink, white,
+# black), each shown in its own colour on a terminal.
+_HORSE_COLOURS = (
+    ("red", "red"),
+    ("orange", "orange"),
+    ("yellow", "yellow"),
+    ("green", "green"),
+    ("blue", "bright_blue"),
+    ("purple", "purple"),
+    ("pink", "pink"),
+    ("white", "white"),
+    ("black", "grey"),
+)
+
+GAME_INFO = GameInfo(
+    name="derby",
+    engine="derby_envs.games.derby.engine:DerbyGame",
+    module="derby_envs.derby_v0",
+    env="derby_envs.games.derby.env",
+    gym_id="derby_envs/Derby-v0",
+    gym_entry="derby_envs.games.derby.env:DerbySingleAgentEnv",
+    bench_players=(3, 4, 5),
+    # the heuristics take 1-3 ms a move: a quarter of the seats
+    smoke=SmokeRun(opponents=(("random", 3), ("derby_exchange", 1))),
+    ansi_rules=tuple((rf"\b{name}\b", (colour, "bold")) for name, colour in _HORSE_COLOURS),
+)

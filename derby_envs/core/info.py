@@ -1,0 +1,158 @@
+"""The per-game record: what the rest of the suite needs to know about a game, kept with the game.
+
+Each game package's ``__init__.py`` defines ``GAME_INFO = GameInfo(...)`` (plain strings and
+numbers, so importing the package stays cheap); :mod:`derby_envs.registry` lists the packages,
+one line per game, and reads their records. Facts a ``Game`` class already states
+(``simultaneous``, ``display_name``, the player range) are read from the class, not repeated.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from derby_envs.core.ansi import STYLES, Rule
+from derby_envs.core.errors import InvalidParameterError
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*\Z")
+
+
+@dataclass(frozen=True)
+class SmokeRun:
+    """A seconds-long training run that checks an installation (``configs/smoke/<game>.yaml``).
+
+    Attributes:
+        opponents: the opponent pool as ``(agent name, weight)`` pairs.
+        total_timesteps: learner steps to train for.
+    """
+
+    opponents: tuple[tuple[str, float], ...] = (("random", 1),)
+    total_timesteps: int = 1024
+
+    def pool(self) -> list[dict[str, Any]]:
+        """The pool in the config files' form: ``[{"agent": name, "weight": w}, ...]``."""
+        return [{"agent": a, "weight": w} for a, w in self.opponents]
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    """Everything outside a game's folder needs to know about it.
+
+    Attributes:
+        name: registry id (``Game.name``), e.g. ``"kentucky_derby"``.
+        engine: the engine's Game class, ``"module:Class"``.
+        module: the versioned entry-point module (``env()``, ``parallel_env()``, ``raw_env``,
+            ``raw_parallel_env``), e.g. ``"derby_envs.kentucky_derby_v0"``.
+        env: the module holding the env classes and the conformance declarations:
+            ``CONFORMANCE_CONFIGS`` (option sets the battery runs) and, optionally,
+            ``max_cycles_test_options(options) -> dict | None`` (None: PettingZoo's
+            ``max_cycles_test`` does not apply; absent: it applies with the options as given).
+        gym_id: the Gymnasium single-agent id, e.g. ``"derby_envs/KentuckyDerby-v0"``.
+        gym_entry: the single-agent env class, ``"module:Class"``.
+        bench_players: player counts ``derby-envs bench`` measures.
+        smoke: the smoke training run.
+        ansi_rules: colouring rules of the terminal tools' boards (``core.ansi``).
+    """
+
+    name: str
+    engine: str
+    module: str
+    env: str
+    gym_id: str
+    gym_entry: str
+    bench_players: tuple[int, ...]
+    smoke: SmokeRun = field(default_factory=SmokeRun)
+    ansi_rules: tuple[Rule, ...] = ()
+
+    def __post_init__(self) -> None:
+        self._check_names()
+        self._check_numbers()
+        self._check_rules()
+
+    def _check_names(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise _bad(self.name, "name", "a lower-case identifier such as 'kentucky_derby'")
+        for attr in ("engine", "gym_entry"):
+            value = getattr(self, attr)
+            if not isinstance(value, str) or not _PATH.match(value):
+                raise _bad(self.name, attr, f"'module:Class', got {value!r}")
+        for attr in ("module", "env", "gym_id"):
+            if not isinstance(getattr(self, attr), str) or not getattr(self, attr):
+                raise _bad(self.name, attr, "a non-empty string")
+
+    def _check_numbers(self) -> None:
+        counts = self.bench_players
+        if not counts or not all(isinstance(n, int) and n >= 1 for n in counts):
+            raise _bad(self.name, "bench_players", f"positive player counts, got {counts!r}")
+        if not isinstance(self.smoke, SmokeRun):
+            raise _bad(self.name, "smoke", "a SmokeRun")
+        pool = self.smoke.opponents
+        if not pool or not all(len(p) == 2 and isinstance(p[0], str) and p[1] > 0 for p in pool):
+            raise _bad(self.name, "smoke.opponents", f"(agent, weight > 0) pairs, got {pool!r}")
+        steps = self.smoke.total_timesteps
+        if not isinstance(steps, int) or steps < 1:
+            raise _bad(self.name, "smoke.total_timesteps", f"a positive integer, got {steps!r}")
+
+    def _check_rules(self) -> None:
+        for pattern, names in self.ansi_rules:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise _bad(self.name, "ansi_rules", f"regexes: {pattern!r}: {exc}") from None
+            unknown = [n for n in names if n not in STYLES]
+            if unknown:
+                raise _bad(self.name, "ansi_rules", f"known style names, not {unknown}")
+
+    # ----- derived from the engine ------------------------------------------------------
+    @property
+    def pz_id(self) -> str:
+        """The PettingZoo id (``pettingzoo.make("aec" | "parallel", id)``)."""
+        return f"derby_envs/{self.name}-v0"
+
+    @property
+    def game_class(self) -> type:
+        """The engine's Game class (imported on first use)."""
+        return load(self.engine)
+
+    @property
+    def simultaneous(self) -> bool:
+        """Whether some phases have several players choosing at once (``Game.simultaneous``)."""
+        return bool(self.game_class.simultaneous)
+
+    @property
+    def display_name(self) -> str:
+        return str(self.game_class.display_name)
+
+    @property
+    def player_range(self) -> tuple[int, int]:
+        return self.game_class.player_range()
+
+    def entry_module(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+    def env_module(self) -> ModuleType:
+        return importlib.import_module(self.env)
+
+    def conformance_configs(self) -> list[dict[str, Any]]:
+        """The option sets the conformance battery runs (``CONFORMANCE_CONFIGS`` of ``env``)."""
+        return [dict(o) for o in self.env_module().CONFORMANCE_CONFIGS]
+
+    def max_cycles_test_options(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Options for PettingZoo's ``max_cycles_test``, or None where it does not apply."""
+        hook = getattr(self.env_module(), "max_cycles_test_options", None)
+        return dict(options) if hook is None else hook(dict(options))
+
+
+def load(path: str) -> Any:
+    """The object a ``"module:attribute"`` path names."""
+    module, attr = path.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _bad(game: Any, attr: str, expected: str) -> InvalidParameterError:
+    return InvalidParameterError(f"GAME_INFO of {game!r}: {attr} must be {expected}")
