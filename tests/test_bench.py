@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from derby_envs.registry import available_games
-from training.bench import PLAYER_COUNTS, TRAINING_FIELDS, game_heuristics
 from training.cli import main
+from training.tools.bench import PLAYER_COUNTS, TRAINING_FIELDS, game_heuristics
 
 
 def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):

@@ -17,7 +17,7 @@ import pexpect
 import pytest
 
 from derby_envs.registry import available_games, make_game
-from training.play import HIDDEN_MOVE, format_menu, match_action, play_move
+from training.tools.play import HIDDEN_MOVE, format_menu, match_action, play_move
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = re.compile(r"your choice \[1-(\d+), \? help, q quit\]: ")
@@ -179,7 +179,7 @@ def test_quitting_at_a_prompt_is_clean(how, status, message, tmp_path):
     assert "Traceback" not in text
     assert "Game stopped after" in text and "--seed 1" in text
     # nothing is lost: the unfinished game is saved as a replay that verifies
-    from training.replay import load_replay
+    from training.tools.replay import load_replay
 
     replay = load_replay(record)
     assert not replay.complete and len(replay) >= 1
@@ -191,7 +191,7 @@ def test_sigterm_and_sighup_save_the_record_like_ctrl_c(signame, tmp_path):
     saved as a replay that verifies, and the exit status is 128 + the signal number."""
     import signal
 
-    from training.replay import load_replay
+    from training.tools.replay import load_replay
 
     record = tmp_path / "partial.json"
     child = spawn(
@@ -212,7 +212,7 @@ def test_sigterm_and_sighup_save_the_record_like_ctrl_c(signame, tmp_path):
 def test_closing_the_terminal_keeps_the_record(tmp_path):
     """The terminal really goes away (the pty is closed: SIGHUP, then every write fails): the
     game so far is still saved."""
-    from training.replay import load_replay
+    from training.tools.replay import load_replay
 
     record = tmp_path / "hangup.json"
     child = spawn(

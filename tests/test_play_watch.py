@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from derby_envs.registry import available_games
-from training.play import HIDDEN_MOVE, default_agents, fill_lineup
-from training.replay import load_replay
-from training.watch import run_watch
+from training.tools.play import HIDDEN_MOVE, default_agents, fill_lineup
+from training.tools.replay import load_replay
+from training.tools.watch import run_watch
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {

@@ -19,8 +19,8 @@ import pytest
 
 from derby_envs.core.policy import choose
 from derby_envs.registry import available_games, make_game
-from training.play import load_agents
-from training.replay import (
+from training.tools.play import load_agents
+from training.tools.replay import (
     ReplayError,
     ReplayFormatError,
     ReplayMismatchError,
@@ -29,7 +29,7 @@ from training.replay import (
     step_command,
     verify_replay,
 )
-from training.watch import run_watch
+from training.tools.watch import run_watch
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {
@@ -225,7 +225,7 @@ def test_cli_refuses_a_tampered_replay_with_one_clear_line(tmp_path):
 
 def test_partial_recording_from_an_interrupted_game_verifies(tmp_path):
     game = make_game("kentucky_derby", **SMALL["kentucky_derby"])
-    from training.replay import Recorder
+    from training.tools.replay import Recorder
 
     state = game.new_initial_state(3)
     rec = Recorder(game, 3, state, ["random"] * 4)

@@ -10,9 +10,15 @@ import json
 import numpy as np
 import pytest
 
-from training.config import ConfigError
-from training.rllib_config import rllib_config_from_dict
-from training.rllib_train import checkpoints, export_checkpoint, export_module, main, train_rllib
+from training.train.config import ConfigError
+from training.train.rllib_config import rllib_config_from_dict
+from training.train.rllib_train import (
+    checkpoints,
+    export_checkpoint,
+    export_module,
+    main,
+    train_rllib,
+)
 
 BASE = {
     "backend": "rllib",
@@ -209,14 +215,14 @@ def test_short_run_saves_resumes_exports_and_evaluates(game, tmp_path, local_ray
 def test_scale_doc_has_the_current_config_reference():
     from pathlib import Path
 
-    from training.rllib_config import describe
+    from training.train.rllib_config import describe
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "scale.md").read_text()
     assert text.split("<!-- rllib-config-table -->\n", 1)[1].strip() == describe().strip()
 
 
 def test_a_new_run_that_fails_before_its_first_checkpoint_leaves_nothing(tmp_path, monkeypatch):
-    import training.rllib_train as rt
+    import training.train.rllib_train as rt
 
     def no_ray(*args, **kwargs):
         raise ConnectionError("no Ray cluster at the given address")
@@ -238,7 +244,7 @@ def _check_restore_gives_the_checkpoint_weights(cfg, path):
     the sampling module its actor; the export reads the learner's."""
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    from training.rllib_train import build_algo_config, learner_weights
+    from training.train.rllib_train import build_algo_config, learner_weights
 
     saved = RLModule.from_checkpoint(path / "learner_group" / "learner" / "rl_module" / "shared")
     saved = {k: v.numpy() for k, v in saved.state_dict().items()}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from training.cli import main
-from training.config import ConfigError, config_from_dict, describe, load_config
+from training.train.config import ConfigError, config_from_dict, describe, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((ROOT / "configs").rglob("*.yaml"))
@@ -16,10 +16,10 @@ CONFIGS = sorted((ROOT / "configs").rglob("*.yaml"))
 
 def test_every_shipped_config_validates():
     """Each shipped config validates with its backend's loader (``backend: rllib`` configs
-    with training.rllib_config, the others with the MaskablePPO schema)."""
+    with training.train.rllib_config, the others with the MaskablePPO schema)."""
     import yaml
 
-    from training.rllib_config import is_rllib_config, load_rllib_config
+    from training.train.rllib_config import is_rllib_config, load_rllib_config
 
     assert len(CONFIGS) >= 5
     games = set()

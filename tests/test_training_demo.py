@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from training.config import load_config
-from training.demo import CONFIG, fresh_run_dir, run_demo
+from training.tools.demo import CONFIG, fresh_run_dir, run_demo
+from training.train.config import load_config
 
 
 def test_demo_config_is_valid():

@@ -10,7 +10,12 @@ import pytest
 
 from derby_envs.core.policy import UniformRandomPolicy
 from derby_envs.registry import make_game
-from training.evaluate import arrangements, mean_interval, run_tournament, wilson_interval
+from training.evaluation.tournament import (
+    arrangements,
+    mean_interval,
+    run_tournament,
+    wilson_interval,
+)
 
 
 class FirstLegal:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from derby_envs.registry import make_game
-from training.pool import OpponentPool, read_pool_file, write_json_atomic
 from training.train import env_class
+from training.train.pool import OpponentPool, read_pool_file, write_json_atomic
 
 
 @pytest.fixture

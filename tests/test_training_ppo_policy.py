@@ -14,7 +14,7 @@ from sb3_contrib import MaskablePPO
 from agents.ppo import CheckpointError, PPOPolicy, torch_logits
 from derby_envs.registry import available_games, make_game
 from training.cli import main
-from training.evaluate import load_agent
+from training.evaluation.tournament import load_agent
 from training.train import env_class
 
 

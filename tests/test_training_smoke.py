@@ -12,8 +12,8 @@ import yaml
 from agents.ppo import PPOPolicy
 from derby_envs.registry import available_games, make_game
 from training.cli import main
-from training.config import ConfigError, config_from_dict
 from training.train import checkpoints, export_policy, train
+from training.train.config import ConfigError, config_from_dict
 
 SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
 

@@ -18,10 +18,10 @@ import yaml
 
 from tests.test_training_smoke import tiny
 from training.cli import main
-from training.config import ConfigError, config_from_dict, load_config
 from training.files import LOCK_NAME, RunDirInUseError, RunDirLock, is_temp_name
-from training.pool import read_pool_file
 from training.train import checkpoints, train
+from training.train.config import ConfigError, config_from_dict, load_config
+from training.train.pool import read_pool_file
 
 ROOT = Path(__file__).resolve().parent.parent
 SELF_PLAY = {
@@ -54,7 +54,7 @@ def replace(src, dst, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
 os.replace = replace
-from training.config import config_from_dict
+from training.train.config import config_from_dict
 from training.train import train
 train(config_from_dict(raw), progress=False)
 """
@@ -328,7 +328,7 @@ def _dir(path: Path) -> Path:
 def test_evaluate_out_is_checked_before_the_tournament(
     tmp_path, capsys, monkeypatch, make, message
 ):
-    import training.evaluate as ev
+    import training.evaluation.tournament as ev
 
     def never(*args, **kwargs):
         raise AssertionError("the tournament ran before --out was checked")

@@ -64,7 +64,7 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from training.evaluate import run_tournament
+    from training.evaluation.tournament import run_tournament
 
     params = _parse_params(args.param)
     if args.players is not None:
@@ -74,7 +74,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if len(lineup) < game.num_players:  # pad with the last agent: "ppo kd_value" = ppo vs the field
         lineup += [lineup[-1]] * (game.num_players - len(lineup))
     if args.out:  # checked before the tournament, not after it
-        from training.evaluate import check_out_dir
+        from training.evaluation.tournament import check_out_dir
 
         check_out_dir(args.out, game.name, len(lineup))
     result = run_tournament(
@@ -90,13 +90,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The README's main job."""
-    from training.demo import run_demo
+    from training.tools.demo import run_demo
 
     return run_demo(quick=args.quick)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from training.bench import markdown, run_bench, save
+    from training.tools.bench import markdown, run_bench, save
 
     result = run_bench(
         quick=args.quick, repeats=args.repeats, seconds=args.seconds, train=not args.no_train
@@ -109,7 +109,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 # ----- play / watch / replay (the human side) ------------------------------------------------
 def cmd_play(args: argparse.Namespace) -> int:
-    from training.play import run_play
+    from training.tools.play import run_play
 
     return run_play(
         args.game,
@@ -125,7 +125,7 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from training.watch import run_watch
+    from training.tools.watch import run_watch
 
     return run_watch(
         args.game,
@@ -146,7 +146,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from training.replay import run_replay
+    from training.tools.replay import run_replay
 
     return run_replay(
         args.file,
@@ -268,15 +268,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     ``backend: rllib`` trains on Ray RLlib instead (training/rllib_train.py)."""
     from pathlib import Path
 
-    from training.config import ConfigError, load_config, train_source
-    from training.rllib_config import is_rllib_config, read_yaml
     from training.train import train
+    from training.train.config import ConfigError, load_config, train_source
+    from training.train.rllib_config import is_rllib_config, read_yaml
 
     source = args.config or (
         str(Path(args.run_dir) / "config.yaml") if args.resume and args.run_dir else None
     )
     if source is not None and Path(source).is_file() and is_rllib_config(read_yaml(source)):
-        from training.rllib_train import run as run_rllib
+        from training.train.rllib_train import run as run_rllib
 
         summary = run_rllib(args)  # backend: rllib (docs/scale.md); same options
         return 130 if summary["interrupted"] else 0

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from training.config import load_config
+from training.train.config import load_config
 
-CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
 
 
 def fresh_run_dir(root: Path) -> Path:
@@ -31,7 +31,7 @@ def fresh_run_dir(root: Path) -> Path:
 
 def run_demo(quick: bool = False, runs_root: str | Path = "runs/demo") -> int:
     from agents.ppo import PPOPolicy
-    from training.evaluate import run_tournament
+    from training.evaluation.tournament import run_tournament
     from training.train import train
 
     run_dir = fresh_run_dir(Path(runs_root))

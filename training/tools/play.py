@@ -241,7 +241,7 @@ def fill_lineup(agents: Sequence[str], seats: int, what: str) -> list[str]:
 
 def load_agents(game: Game, labels: Sequence[str]) -> dict[str, Any]:
     """A policy per distinct label (names or PPO .zip checkpoints), all checked before play."""
-    from training.evaluate import load_agent
+    from training.evaluation.tournament import load_agent
 
     return {label: load_agent(label, game) for label in dict.fromkeys(labels)}
 
@@ -321,7 +321,7 @@ def summary_lines(
     state: State, labels: Sequence[str], seat: int | None, finished: bool, moves: int
 ) -> list[str]:
     """The end-of-game summary: winners, scores on the game's scale, the human's place."""
-    from training.evaluate import ranks_of
+    from training.evaluation.tournament import ranks_of
 
     game = state.game
     n = game.num_players
@@ -453,7 +453,7 @@ class PlaySession:
             self.say(self.pal(m.message, "yellow"))
 
     def run(self) -> int:
-        from training.replay import Recorder
+        from training.tools.replay import Recorder
 
         game, seat = self.game, self.seat
         n = game.num_players
@@ -537,7 +537,7 @@ def run_play(
 ) -> int:
     """The ``play`` subcommand (arguments validated before anything is shown)."""
     from derby_envs.registry import make_game
-    from training.replay import check_output_path
+    from training.tools.replay import check_output_path
 
     if players is not None:
         params = {**params, "num_players": players}

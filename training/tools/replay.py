@@ -185,7 +185,7 @@ class Replay:
             who += f" ({self.agents[s['player']]})"
         name = s["name"]
         if view is not None:
-            from training.play import view_move
+            from training.tools.play import view_move
 
             name = view_move(self.states[k - 1], self.states[k], s["player"], s["action"], view)
         end = "  [game over]" if k == n and self.states[k].is_terminal() else ""
@@ -554,7 +554,7 @@ def run_replay(
             for k in range(n + 1):
                 print(frame_text(replay, k, view, pal) + "\n", flush=True)
         except BrokenPipeError:  # `derby-envs replay FILE --print | head`: stop quietly
-            from training.play import _silence_stdout
+            from training.tools.play import _silence_stdout
 
             _silence_stdout(sys.stdout)
         return 0

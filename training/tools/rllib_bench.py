@@ -1,6 +1,6 @@
 """Throughput of the RLlib backend against the MaskablePPO trainer, measured in one run.
 
-``python -m training.rllib_bench [--quick] [--repeats 3] [--json runs/rllib_bench.json]``
+``python -m training.tools.rllib_bench [--quick] [--repeats 3] [--json runs/rllib_bench.json]``
 
 For each case (a game, a field of opponents in every seat but the learner's) it measures, in
 env steps per second (one env step = one learner decision with the field's moves in between,
@@ -116,7 +116,7 @@ def sb3_rate(game: str, n: int, field: str, envs: int, batch: int, repeats: int)
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from training.train import env_class
+    from training.train.envs import env_class
 
     torch.set_num_threads(1)
     cls = env_class(game)
@@ -141,7 +141,9 @@ def sb3_rate(game: str, n: int, field: str, envs: int, batch: int, repeats: int)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="training.rllib_bench", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="training.tools.rllib_bench", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--quick", action="store_true", help="one case, small batches (smoke run)")
     p.add_argument("--repeats", type=int, default=3, help="timed iterations per figure (median)")
     p.add_argument("--batch", type=int, default=2048, help="env steps per training iteration")

@@ -7,7 +7,7 @@
 
 Every move is printed by name with the board after it (the omniscient spectator's view, or one
 seat's view with ``--view K``), waiting ``--delay`` seconds between moves. ``--record FILE``
-saves a replay (see :mod:`training.replay`); ``--gif FILE`` an animation; ``--window`` shows
+saves a replay (see :mod:`training.tools.replay`); ``--gif FILE`` an animation; ``--window`` shows
 the picture of the table in a window where a display exists.
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 from derby_envs.core.ansi import Palette
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import choose
-from training.play import (
+from training.tools.play import (
     Output,
     Signalled,
     default_agents,
@@ -61,7 +61,7 @@ def run_watch(
 ) -> int:
     """The ``watch`` subcommand; returns the exit status."""
     from derby_envs.registry import make_game
-    from training.replay import Recorder, check_output_path, make_gif, verify_replay
+    from training.tools.replay import Recorder, check_output_path, make_gif, verify_replay
 
     out = Output(out or sys.stdout)
     if players is not None:

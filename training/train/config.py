@@ -515,6 +515,17 @@ def _cross_check(cfg: TrainConfig) -> None:
         )
 
 
+def flatten_config(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested config dict -> dotted keys (``game_params`` and pool ``params`` kept whole)."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and k != "game_params" and k != "params":
+            out.update(flatten_config(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 # ----- documentation ------------------------------------------------------------------------
 def describe(root: type | None = None) -> str:
     """A config schema (``TrainConfig`` by default) as a Markdown table (key, default, allowed

@@ -19,6 +19,7 @@ next snapshot step) and writes it to ``pool.json`` in the run directory with
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -211,6 +212,22 @@ class PoolSeat:
 
 
 # ----- run-directory files ------------------------------------------------------------------
+def pool_state(config: Any, game: Game, step: int, snapshots: list[dict]) -> dict[str, Any]:
+    """What ``pool.json`` holds at ``step``: the config's fixed members and self-play
+    settings, the snapshots taken so far, and the step of the next snapshot."""
+    every = config.opponents.self_play.every
+    return {
+        "format": POOL_FORMAT,
+        "game": game.name,
+        "params": game.params,
+        "step": step,
+        "fixed": [dataclasses.asdict(m) for m in config.opponents.pool],
+        "self_play": dataclasses.asdict(config.opponents.self_play),
+        "snapshots": list(snapshots),
+        "next_snapshot_at": (step // every + 1) * every,
+    }
+
+
 def snapshot_path(root: str | Path, rel: Any, source: str = "pool.json") -> Path:
     """The file of a self-play snapshot listed as ``rel``: a relative ``.zip`` path that must
     stay inside the run directory ``root`` (a pool file is data, never a pointer elsewhere).
@@ -219,7 +236,7 @@ def snapshot_path(root: str | Path, rel: Any, source: str = "pool.json") -> Path
         ConfigError: an absolute path, a path leaving ``root`` (``..``, a symlink out), or not
             a ``.zip``.
     """
-    from training.config import ConfigError
+    from training.train.config import ConfigError
 
     if not isinstance(rel, str) or not rel or not rel.endswith(".zip"):
         raise ConfigError(f"{source}: snapshot path {rel!r} is not a relative .zip path")
@@ -246,7 +263,7 @@ def read_pool_file(path: str | Path) -> dict[str, Any]:
         ConfigError: missing, not JSON, another format, or a key of the wrong type, naming the
             file and the key.
     """
-    from training.config import ConfigError
+    from training.train.config import ConfigError
 
     path = Path(path)
     where = f"cannot resume: {str(path)!r}"

@@ -1,7 +1,7 @@
 # ruff: noqa: RUF009  (_f returns a dataclasses.field with documentation metadata)
 """The ``backend: rllib`` training config: multi-agent PPO on Ray RLlib (new API stack).
 
-Same loading and validation as the MaskablePPO configs (:mod:`training.config`): every key is
+Same loading and validation as the MaskablePPO configs (:mod:`training.train.config`): every key is
 checked before any work starts, an unknown key is an error naming it (with a did-you-mean), a
 bad value names its dotted key and what is allowed, and the game-aware checks (parameters,
 reward mode, agent names, ``.zip`` members, evaluation fields) are the very same functions.
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import yaml
 
-from training.config import (
+from training.train.config import (
     MAX_SEED,
     CheckpointConfig,
     ConfigError,
@@ -226,6 +226,6 @@ def rllib_config_from_dict(raw: dict[str, Any]) -> RLlibTrainConfig:
 def describe() -> str:
     """The ``backend: rllib`` schema as a Markdown table (key, default, allowed, meaning):
     the reference in docs/scale.md."""
-    from training.config import describe as describe_schema
+    from training.train.config import describe as describe_schema
 
     return describe_schema(RLlibTrainConfig)

@@ -1,7 +1,7 @@
 """Multi-agent PPO on Ray RLlib (new API stack) from a ``backend: rllib`` config.
 
 ``derby-envs train --config configs/rllib/<game>_<n>p.yaml`` (or ``python -m
-training.rllib_train --config ...``). The env is :class:`derby_envs.core.rllib.DerbyMultiAgentEnv`:
+training.train.rllib_train --config ...``). The env is :class:`derby_envs.core.rllib.DerbyMultiAgentEnv`:
 ``rllib.learner_seats`` seats per game are RLlib agents, all mapped to one shared masked
 policy (``"shared"``); the other seats are played inside the env by the same opponent pool as
 the MaskablePPO trainer (``opponents.pool`` weights, ``draw``, self-play snapshots of the
@@ -44,15 +44,15 @@ from typing import Any, TextIO
 import numpy as np
 import yaml
 
-from training.config import ConfigError, train_source
 from training.files import RunDirLock, write_json_atomic, write_text_atomic
-from training.rllib_config import (
+from training.train.config import ConfigError, flatten_config, train_source
+from training.train.envs import build_pool  # shared with the MaskablePPO trainer
+from training.train.rllib_config import (
     FROZEN_ON_RESUME,
     RLlibTrainConfig,
     load_rllib_config,
     rllib_config_from_dict,
 )
-from training.train import build_pool, flatten_config  # shared with the MaskablePPO trainer
 
 CHECKPOINT_RE = re.compile(r"^iter_(\d{6})_step_(\d{12})$")
 EVAL_FIELDS = ["step", "field", "games", "win_share", "win_lo95", "win_hi95", "mean_score",
@@ -182,7 +182,8 @@ def export_weights(
     import torch
     from sb3_contrib import MaskablePPO
 
-    from training.train import env_class, save_model_atomic
+    from training.train.checkpoints import save_model_atomic
+    from training.train.envs import env_class
 
     game = cfg.make_game()
     hiddens = list(cfg.rllib.hiddens)
@@ -414,9 +415,9 @@ class RLlibTrainer:
         next_ckpt = (steps // every_ckpt + 1) * every_ckpt
         next_eval = (steps // every_eval + 1) * every_eval if every_eval else None
         t_start, steps_start, interrupted = time.perf_counter(), steps, False
-        from training.train import _stop_on_sigterm
+        from training.train.trainer import stop_on_sigterm
 
-        previous = _stop_on_sigterm()  # kill PID stops like Ctrl-C: checkpoint, export
+        previous = stop_on_sigterm()  # kill PID stops like Ctrl-C: checkpoint, export
         try:
             while steps < cfg.total_timesteps:
                 t0 = time.perf_counter()
@@ -519,7 +520,7 @@ class RLlibTrainer:
     ) -> dict[str, dict[str, Any]]:
         """Seat-rotated tournaments of the exported learner (deterministic) per field."""
         from agents.ppo import PPOPolicy
-        from training.train import evaluate_policy
+        from training.train.eval_log import evaluate_policy
 
         cfg = self.cfg
         tmp = self.run_dir / ".eval_policy.zip"
@@ -567,8 +568,10 @@ def train_rllib(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m training.rllib_train --config FILE [--resume] [--address ADDR]``."""
-    p = argparse.ArgumentParser(prog="training.rllib_train", description=__doc__.split("\n")[0])
+    """``python -m training.train.rllib_train --config FILE [--resume] [--address ADDR]``."""
+    p = argparse.ArgumentParser(
+        prog="training.train.rllib_train", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--config", default=None, help="YAML config with backend: rllib")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint")
     p.add_argument("--run-dir", default=None, help="output directory (default: runs/<name>)")
@@ -580,7 +583,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         summary = run(args)
     except (ConfigError, ValueError, FileNotFoundError) as exc:
-        print(f"training.rllib_train: error: {exc}", file=sys.stderr)
+        print(f"training.train.rllib_train: error: {exc}", file=sys.stderr)
         return 2
     return 130 if summary["interrupted"] else 0  # as the MaskablePPO trainer's Ctrl-C
 

@@ -2,10 +2,11 @@
 
 ``derby-envs train --config configs/kentucky_derby_5p.yaml`` (see ``docs/training.md``).
 
-The learner plays the game's Gymnasium single-agent view (:class:`SingleAgentEnv`) in a random
-seat every episode; the other seats are :class:`training.pool.PoolSeat` objects drawing their
-player from the opponent pool at every reset. ``n_envs`` copies run in a ``DummyVecEnv`` or a
-``SubprocVecEnv``.
+The :class:`Trainer` runs the loop and its callback hooks; the parts live beside it:
+:mod:`.envs` (the learner's envs, the opponent pool in the other seats), :mod:`.rundir` (the
+run directory and its lock, resume reconciliation), :mod:`.checkpoints` (save, verify, safe
+restore), :mod:`.eval_log` (periodic evaluation, ``eval.csv``), :mod:`.plot` (the SVG curve),
+:mod:`.warmstart` (behaviour cloning) and :mod:`.export` (shipping a policy).
 
 Run directory (``runs/<name>`` by default)::
 
@@ -33,449 +34,39 @@ checkpoint before stopping.
 
 from __future__ import annotations
 
-import csv
-import dataclasses
-import functools
-import importlib
-import io
-import json
-import os
-import re
-import shutil
 import signal
 import sys
 import threading
 import time
-import zipfile
 from pathlib import Path
 from typing import Any, TextIO
 
-import gymnasium
 import numpy as np
-import yaml
 
-from derby_envs.registry import GAMES
-from training.config import ConfigError, TrainConfig, config_from_dict
-from training.files import (
-    LOCK_NAME,
-    RunDirLock,
-    fsync_file,
-    is_temp_name,
-    write_json_atomic,
-    write_text_atomic,
+from training.files import write_json_atomic
+from training.train.checkpoints import (
+    build_fresh_model,
+    checkpoints,
+    latest_checkpoint,
+    restore_checkpoint,
+    save_model_atomic,
 )
-from training.pool import POOL_FORMAT, OpponentPool, read_pool_file, snapshot_path
-
-CHECKPOINT_RE = re.compile(r"^step_(\d+)\.zip$")
-EVAL_FIELDS = ["step", "field", "games", "win_share", "win_lo95", "win_hi95", "mean_score",
-               "advantage", "adv_lo95", "adv_hi95"]  # fmt: skip
-# Keys that fix the shape or meaning of the network: a resumed run must keep them.
-FROZEN_ON_RESUME = (
-    "game", "game_params", "reward_mode", "hint", "hint_features", "ppo.net_arch",
-    "ppo.activation", "ppo.residual_scale"
-)  # fmt: skip
-
-
-# ----- environments -------------------------------------------------------------------------
-def env_class(game: str) -> type:
-    module, cls = GAMES[game].gym_entry.split(":")
-    return getattr(importlib.import_module(module), cls)
-
-
-class PoolWrapper(gymnasium.Wrapper):
-    """Exposes the opponent pool to ``VecEnv.env_method`` (``add_snapshot``, ``pool_draws``)."""
-
-    def __init__(self, env: Any, pool: OpponentPool) -> None:
-        super().__init__(env)
-        self.pool = pool
-
-    def add_snapshot(self, path: str, step: int) -> int:
-        self.pool.add_snapshot(path, step)
-        return len(self.pool.snapshots)
-
-    def pool_draws(self) -> dict[str, int]:
-        return dict(self.pool.draws)
-
-
-class HintWrapper(gymnasium.ObservationWrapper):
-    """Appends the hint agent's view of the learner's decision to its observation.
-
-    ``features="action"``: the one-hot of the hint agent's choice; ``"values"``: its
-    ``agents.ppo.value_features`` (one per action, in [-1, 0]). The hint agent decides for the
-    learner's seat with the learner's own information (the observation, or for a state-based
-    agent the state, which it may only use through ``resample_hidden``); at the end of a game
-    the hint part is zero.
-    """
-
-    def __init__(self, env: Any, hint: Any, features: str = "action") -> None:
-        super().__init__(env)
-        self.hint = hint
-        self.features = features
-        self.num_actions = int(env.action_space.n)
-        low, high = env.observation_space.low, env.observation_space.high
-        lo, hi = (-1.0, 0.0) if features == "values" else (0.0, 1.0)
-        self.observation_space = gymnasium.spaces.Box(
-            low=np.concatenate([low, np.full(self.num_actions, lo, np.float32)]),
-            high=np.concatenate([high, np.full(self.num_actions, hi, np.float32)]),
-            dtype=np.float32,
-        )
-
-    def observation(self, observation: np.ndarray) -> np.ndarray:
-        from agents.ppo import with_hint, with_values
-        from derby_envs.core.policy import choose
-
-        base = self.env.unwrapped
-        state = base.game_state
-        if state.is_terminal():
-            return np.concatenate([observation, np.zeros(self.num_actions, np.float32)])
-        if self.features == "values":
-            return with_values(observation, self.hint, state.legal_mask(base.seat))
-        h = choose(self.hint, state, base.seat, base.np_random)
-        return with_hint(observation, h, self.num_actions)
-
-
-def build_pool(config: Any, game: Any, snapshots: list[dict], root: Path) -> OpponentPool:
-    """The opponent pool of a config's ``opponents`` section (MaskablePPO's TrainConfig and
-    RLlib's RLlibTrainConfig share it)."""
-    sp = config.opponents.self_play
-    return OpponentPool(
-        game,
-        [dataclasses.asdict(m) for m in config.opponents.pool],
-        snapshot_weight=sp.weight if sp.enabled else 0.0,
-        max_active=sp.max_active,
-        sampling=sp.sampling,
-        snapshot_deterministic=sp.deterministic,
-        snapshots=snapshots,
-        root=root,
-    )
-
-
-def make_env(config: TrainConfig, snapshots: list[dict], root: str) -> Any:
-    """One training env (top-level so that SubprocVecEnv workers can rebuild it)."""
-    import torch
-    from stable_baselines3.common.monitor import Monitor
-
-    torch.set_num_threads(1)  # snapshot opponents run numpy; keep workers from oversubscribing
-    game = config.make_game()
-    pool = build_pool(config, game, snapshots, Path(root))
-    env = env_class(config.game)(
-        opponents=pool.seats(game.num_players - 1, config.opponents.draw),
-        learner_seat=config.learner_seat,
-        reward_mode=config.reward_mode,
-        **config.game_params,
-    )
-    if config.hint is not None:
-        from agents.registry import make_policy
-
-        env = HintWrapper(env, make_policy(config.hint, game), config.hint_features)
-    return Monitor(PoolWrapper(env, pool))
-
-
-def make_vec_env(config: TrainConfig, snapshots: list[dict], root: Path) -> Any:
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    fns = [
-        functools.partial(make_env, config, list(snapshots), str(root))
-        for _ in range(config.n_envs)
-    ]
-    if config.vec_env == "subproc":
-        return SubprocVecEnv(fns)
-    return DummyVecEnv(fns)
-
-
-# ----- run directory ------------------------------------------------------------------------
-def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
-    """(steps, path) of the run's checkpoints, oldest first."""
-    folder = run_dir / "checkpoints"
-    if not folder.is_dir():
-        return []
-    out = []
-    for p in folder.iterdir():
-        m = CHECKPOINT_RE.match(p.name)
-        if m:
-            out.append((int(m.group(1)), p))
-    return sorted(out)
-
-
-def latest_checkpoint(run_dir: Path) -> tuple[int, Path] | None:
-    found = checkpoints(run_dir)
-    return found[-1] if found else None
-
-
-def verify_checkpoint(path: Path, step: int | None = None) -> None:
-    """Check that a checkpoint of this run reads back whole, without loading it: every zip
-    member's CRC, the safe reader's checks of metadata and weights, the step in its name.
-
-    Raises:
-        CheckpointError: naming the file and the damage.
-    """
-    from agents.ppo import CheckpointError, read_checkpoint
-
-    try:
-        with zipfile.ZipFile(path) as z:
-            bad = z.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        raise CheckpointError(f"{str(path)!r}: not a readable zip ({exc})") from None
-    if bad is not None:
-        raise CheckpointError(f"{str(path)!r}: member {bad!r} fails its CRC check")
-    info = read_checkpoint(path)
-    if step is not None and info.num_timesteps != step:
-        raise CheckpointError(
-            f"{str(path)!r} holds {info.num_timesteps} steps, but its name says {step}"
-        )
-
-
-def build_fresh_model(
-    cfg: TrainConfig,
-    game: Any,
-    vec_env: Any,
-    seed: int,
-    tensorboard_log: str | None = None,
-    verbose: int = 0,
-) -> Any:
-    """A new MaskablePPO with the network and hyper-parameters of ``cfg``."""
-    import torch
-    from sb3_contrib import MaskablePPO
-
-    p = cfg.ppo
-    hyper = {
-        "learning_rate": p.learning_rate,
-        "n_steps": p.n_steps,
-        "batch_size": p.batch_size,
-        "n_epochs": p.n_epochs,
-        "gamma": p.gamma,
-        "gae_lambda": p.gae_lambda,
-        "clip_range": p.clip_range,
-        "ent_coef": p.ent_coef,
-        "vf_coef": p.vf_coef,
-        "max_grad_norm": p.max_grad_norm,
-        "target_kl": p.target_kl,
-        "normalize_advantage": p.normalize_advantage,
-    }
-    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
-    policy: Any = "MlpPolicy"
-    policy_kwargs: dict[str, Any] = {"net_arch": list(p.net_arch), "activation_fn": activation}
-    if p.residual_scale is not None:
-        from agents.residual import ResidualMaskablePolicy
-
-        policy = ResidualMaskablePolicy
-        policy_kwargs.update(prior_dim=game.num_actions, prior_scale=p.residual_scale)
-    return MaskablePPO(
-        policy,
-        vec_env,
-        policy_kwargs=policy_kwargs,
-        tensorboard_log=tensorboard_log,
-        seed=seed,
-        device="cpu",
-        verbose=verbose,
-        **hyper,
-    )
-
-
-def restore_checkpoint(model: Any, path: Path, optimizer: bool = True) -> None:
-    """Load a checkpoint into ``model`` (built from the run's config, so the same network)
-    without running code from the file: the metadata and weights pass
-    :func:`agents.ppo.read_checkpoint`, the policy and optimizer state dicts are read with
-    ``torch.load(weights_only=True)`` and loaded strictly (every key and shape must match), and
-    the step counters come from the plain JSON fields. ``optimizer=False`` keeps the model's
-    fresh optimizer (export).
-
-    Raises:
-        CheckpointError: naming the file and what does not fit.
-    """
-    import torch
-
-    from agents.ppo import CheckpointError, read_checkpoint
-
-    info = read_checkpoint(path)
-    source = str(path)
-    try:
-        with zipfile.ZipFile(path) as z:
-            data = json.loads(z.read("data"))
-            states = {
-                name: torch.load(io.BytesIO(z.read(entry)), map_location="cpu", weights_only=True)
-                for name, entry in (("policy", "policy.pth"), ("optimizer", "policy.optimizer.pth"))
-                if entry in z.namelist()
-            }
-    except Exception as exc:  # read_checkpoint passed, so this is the optimizer file
-        raise CheckpointError(
-            f"cannot resume from {source!r}: its optimizer state is not plain data "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-        ) from None
-    try:
-        model.policy.load_state_dict(states["policy"], strict=True)
-        if optimizer and "optimizer" in states:
-            model.policy.optimizer.load_state_dict(states["optimizer"])
-    except Exception as exc:  # missing/unexpected keys, shape mismatches, bad param groups
-        raise CheckpointError(
-            f"cannot resume from {source!r}: it does not fit the network of the run's config "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-        ) from None
-    model.num_timesteps = info.num_timesteps
-    for key in ("_episode_num", "_n_updates"):  # logging counters
-        value = data.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            setattr(model, key, value)
-
-
-def remove_temp_files(run_dir: Path, report: Any = None) -> list[Path]:
-    """Remove the temporary files a killed process left in the run directory (called with
-    the lock held, so no live writer owns them)."""
-    removed = []
-    for folder in (run_dir, run_dir / "checkpoints", run_dir / "snapshots"):
-        if not folder.is_dir():
-            continue
-        for p in folder.iterdir():
-            if p.is_file() and is_temp_name(p.name):
-                p.unlink(missing_ok=True)
-                removed.append(p)
-    if removed and report is not None:
-        report(
-            "removed temporary files left by an interrupted write: "
-            + ", ".join(str(p.relative_to(run_dir)) for p in removed)
-        )
-    return removed
-
-
-def _eval_row_step(row: dict[str, Any]) -> float:
-    """The step of an eval.csv row; a row torn by a kill mid-append counts as infinitely late
-    (dropped on resume, the evaluation is redone)."""
-    if None in row or any(row.get(k) is None for k in EVAL_FIELDS) or not row["field"]:
-        return float("inf")
-    try:
-        return int(row["step"])
-    except ValueError:
-        return float("inf")
-
-
-def _has_content(run_dir: Path) -> bool:
-    """Anything but the lock file (which a crashed setup may leave on its own)."""
-    return any(p.name != LOCK_NAME for p in run_dir.iterdir())
-
-
-def save_model_atomic(model: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.zip")
-    try:
-        model.save(tmp)
-        fsync_file(tmp)  # the rename must not reach the disk before the data
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def flatten_config(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested config dict -> dotted keys (``game_params`` and pool ``params`` kept whole)."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and k != "game_params" and k != "params":
-            out.update(flatten_config(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def check_resume_compatible(saved: TrainConfig, given: TrainConfig) -> None:
-    a, b = flatten_config(saved.to_dict()), flatten_config(given.to_dict())
-    changed = [k for k in FROZEN_ON_RESUME if a.get(k) != b.get(k)]
-    if changed:
-        raise ConfigError(
-            "cannot resume: the config changes "
-            + ", ".join(f"{k!r} ({a.get(k)!r} -> {b.get(k)!r})" for k in changed)
-            + "; these fix the network and the task of the saved run. Start a new run instead."
-        )
-
-
-def load_run_config(run_dir: Path) -> TrainConfig:
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise ConfigError(
-            f"cannot resume: {str(path)!r} is missing (not a training run directory?)"
-        )
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot resume: {str(path)!r} is not valid YAML ({exc})") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"cannot resume: {str(path)!r} is not a training config (empty?)")
-    try:
-        return config_from_dict(raw)
-    except ConfigError as exc:
-        raise ConfigError(f"cannot resume: {str(path)!r}: {exc}") from None
-
-
-# ----- evaluation ---------------------------------------------------------------------------
-def evaluate_policy(
-    policy: Any, game: Any, fields: list[str], deals: int, seed: int, cache: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """Seat-rotated tournaments of ``policy`` (label ``learner``) against each field."""
-    from training.evaluate import load_agent, run_tournament
-
-    out = {}
-    n = game.num_players
-    for spec in fields:
-        if spec not in cache:
-            cache[spec] = load_agent(spec, game)
-        result = run_tournament(
-            game,
-            ["learner"] + [spec] * (n - 1),
-            deals,
-            seed=seed,
-            progress=False,
-            policies={"learner": policy, spec: cache[spec]},
-        )
-        row = next(r for r in result.rows if r["agent"] == "learner")
-        out[spec] = {"result": result, "row": row}
-    return out
-
-
-def write_curve_svg(csv_path: Path, svg_path: Path, fair: float) -> None:
-    """A dependency-free SVG plot of the evaluation win share (with its 95% band) per field."""
-    rows = list(csv.DictReader(csv_path.open())) if csv_path.is_file() else []
-    if not rows:
-        return
-    fields = list(dict.fromkeys(r["field"] for r in rows))
-    steps = [int(r["step"]) for r in rows]
-    x0, x1 = 0, max(max(steps), 1)
-    W, H, L, B = 640, 360, 50, 40
-    ymax = min(1.0, max(0.5, max(float(r["win_hi95"]) for r in rows) * 1.1))
-
-    def px(s: float) -> float:
-        return L + (W - L - 10) * (s - x0) / (x1 - x0)
-
-    def py(v: float) -> float:
-        return H - B - (H - B - 10) * v / ymax
-
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
-        f'<rect width="{W}" height="{H}" fill="white"/>',
-        f'<line x1="{L}" y1="{py(0)}" x2="{W - 10}" y2="{py(0)}" stroke="black"/>',
-        f'<line x1="{L}" y1="{py(0)}" x2="{L}" y2="10" stroke="black"/>',
-        f'<line x1="{L}" y1="{py(fair)}" x2="{W - 10}" y2="{py(fair)}" stroke="gray" stroke-dasharray="4"/>',
-        f'<text x="{W - 10}" y="{py(fair) - 3}" text-anchor="end" fill="gray">fair share 1/n</text>',
-        f'<text x="{(W + L) / 2}" y="{H - 8}" text-anchor="middle">env steps (max {x1:,})</text>',
-        f'<text x="12" y="{(H - B) / 2}" transform="rotate(-90 12 {(H - B) / 2})" text-anchor="middle">win share vs field</text>',
-    ]
-    for v in np.linspace(0, ymax, 5):
-        parts.append(f'<text x="{L - 4}" y="{py(v) + 4}" text-anchor="end">{v:.2f}</text>')
-    for i, f in enumerate(fields):
-        c = colors[i % len(colors)]
-        pts = [(int(r["step"]), r) for r in rows if r["field"] == f]
-        band = [f"{px(s)},{py(float(r['win_hi95']))}" for s, r in pts] + [
-            f"{px(s)},{py(float(r['win_lo95']))}" for s, r in reversed(pts)
-        ]
-        parts.append(f'<polygon points="{" ".join(band)}" fill="{c}" opacity="0.15"/>')
-        line = " ".join(f"{px(s)},{py(float(r['win_share']))}" for s, r in pts)
-        parts.append(f'<polyline points="{line}" fill="none" stroke="{c}" stroke-width="2"/>')
-        parts.append(f'<text x="{L + 8}" y="{20 + 14 * i}" fill="{c}">vs {f}</text>')
-    parts.append("</svg>")
-    write_text_atomic(svg_path, "\n".join(parts) + "\n")
+from training.train.config import TrainConfig
+from training.train.envs import make_vec_env
+from training.train.eval_log import (
+    append_eval_rows,
+    eval_summary,
+    evaluate_policy,
+    record_eval,
+    truncate_eval_log,
+)
+from training.train.plot import write_curve_svg
+from training.train.rundir import RunDir
+from training.train.warmstart import pretrain
 
 
 # ----- the callback ---------------------------------------------------------------------------
-def _make_callback(trainer: Trainer):
+def make_callback(trainer: Trainer):
     from stable_baselines3.common.callbacks import BaseCallback
 
     class TrainerCallback(BaseCallback):
@@ -516,10 +107,9 @@ class Trainer:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.run_dir = config.run_path
-        self.lock = RunDirLock(self.run_dir)
-        # a new run: "dir" if this process made the run directory, "contents" if it was empty
-        self.created: str | None = None
         self.game = config.make_game()
+        self.dir = RunDir(config, self.game, self.warn)
+        self.lock = self.dir.lock
         self.vec_env: Any = None
         self.pool_state: dict[str, Any] = {}
         self.field_cache: dict[str, Any] = {}
@@ -539,121 +129,8 @@ class Trainer:
     def prepare_run_dir(self) -> tuple[int, Path | None]:
         """Checks before any work, under the run-directory lock (taken here, released at the
         end of :meth:`run`); returns (start step, checkpoint to load)."""
-        run = self.run_dir
-        if self.resume:
-            if not run.is_dir():
-                raise ConfigError(
-                    f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r} (the run "
-                    "directory does not exist)"
-                )
-            if not checkpoints(run):  # checked before locking: no .lock in a stranger's dir
-                raise ConfigError(f"cannot resume: no checkpoint in {str(run / 'checkpoints')!r}")
-            self.lock.acquire()  # a second --resume of a live run stops here
-            remove_temp_files(run, self.warn)
-            check_resume_compatible(load_run_config(run), self.config)
-            data = read_pool_file(run / "pool.json")
-            step, path = self.newest_intact_checkpoint()
-            snapshots = self.reconcile_snapshots(data["snapshots"], step)
-            self.pool_state = self._pool_state(step, snapshots)
-            self.pool_state["checkpoint"] = str(path.relative_to(run))
-            if int(data["step"]) == step:  # e.g. a snapshot that was due when it was stopped
-                self.pool_state["next_snapshot_at"] = int(data["next_snapshot_at"])
-            write_json_atomic(run / "pool.json", self.pool_state)  # the reconciled pool
-            return step, path
-        if run.exists() and (not run.is_dir() or _has_content(run)):
-            raise ConfigError(
-                f"run directory {str(run)!r} is not empty: resume it with --resume, or give "
-                "another 'name' / 'run_dir' (saved work is never overwritten)"
-            )
-        made_dir = not run.exists()
-        run.mkdir(parents=True, exist_ok=True)
-        self.lock.acquire()
-        if _has_content(run):  # another new run won the race for this directory
-            raise ConfigError(f"run directory {str(run)!r} was filled by another run meanwhile")
-        # From here on everything in the directory is this process's (it was empty and the
-        # lock is held), so a failure before the first checkpoint may remove it all.
-        self.created = "dir" if made_dir else "contents"
-        write_text_atomic(
-            run / "config.yaml", yaml.safe_dump(self.config.to_dict(), sort_keys=False)
-        )
-        self.pool_state = self._pool_state(0, [])
-        return 0, None
-
-    def newest_intact_checkpoint(self) -> tuple[int, Path]:
-        """The newest checkpoint that reads back whole (CRCs, metadata, weights, step count);
-        damaged newer ones are renamed ``*.corrupt`` (kept, never read again) and reported."""
-        from agents.ppo import CheckpointError
-
-        for step, path in reversed(checkpoints(self.run_dir)):
-            try:
-                verify_checkpoint(path, step)
-            except CheckpointError as exc:
-                keep = path.with_name(path.name + ".corrupt")
-                os.replace(path, keep)
-                self.warn(f"skipping a damaged checkpoint ({exc}); kept as {keep.name}")
-                continue
-            return step, path
-        raise ConfigError(
-            f"cannot resume: no intact checkpoint in {str(self.run_dir / 'checkpoints')!r} "
-            "(the damaged ones are kept as *.corrupt)"
-        )
-
-    def reconcile_snapshots(self, listed: list[dict[str, Any]], step: int) -> list[dict]:
-        """The pool's snapshots as of checkpoint ``step``, matched with the files on disk.
-
-        pool.json is written before each checkpoint, so it lists every snapshot up to the
-        newest checkpoint; entries and files past ``step`` (a crash between the writes, or a
-        fallback to an older checkpoint) are dropped and their files removed: training redoes
-        those steps and takes them again. A snapshot file that no entry names (written just
-        before a crash, or by an older version that wrote pool.json last) is added back if it
-        is at most ``step`` and reads back whole, and removed otherwise.
-        """
-        from agents.ppo import CheckpointError
-
-        run = self.run_dir
-        kept: list[dict[str, Any]] = []
-        for s in listed:
-            if int(s["step"]) > step:
-                continue
-            if not (run / s["path"]).is_file():
-                raise ConfigError(
-                    f"cannot resume: the pool lists snapshot {s['path']!r}, which is missing "
-                    f"from {str(run)!r}"
-                )
-            kept.append({"path": s["path"], "step": int(s["step"])})
-        named = {str(snapshot_path(run, s["path"])) for s in listed}
-        folder = run / "snapshots"
-        for p in sorted(folder.iterdir()) if folder.is_dir() else []:
-            m = CHECKPOINT_RE.match(p.name)
-            if not m or (str(p.resolve()) in named and int(m.group(1)) <= step):
-                continue
-            rel, at = f"snapshots/{p.name}", int(m.group(1))
-            if str(p.resolve()) in named or at > step:
-                p.unlink()
-                self.warn(f"removed snapshot {rel}: taken after the checkpoint at step {step:,}")
-                continue
-            try:
-                verify_checkpoint(p, at)
-            except CheckpointError as exc:
-                p.unlink()
-                self.warn(f"removed an unreadable unlisted snapshot {rel} ({exc})")
-                continue
-            kept.append({"path": rel, "step": at})
-            self.warn(f"restored snapshot {rel} to the pool (it was missing from pool.json)")
-        return sorted(kept, key=lambda s: s["step"])
-
-    def _pool_state(self, step: int, snapshots: list[dict]) -> dict[str, Any]:
-        every = self.config.opponents.self_play.every
-        return {
-            "format": POOL_FORMAT,
-            "game": self.game.name,
-            "params": self.game.params,
-            "step": step,
-            "fixed": [dataclasses.asdict(m) for m in self.config.opponents.pool],
-            "self_play": dataclasses.asdict(self.config.opponents.self_play),
-            "snapshots": list(snapshots),
-            "next_snapshot_at": (step // every + 1) * every,
-        }
+        start, checkpoint, self.pool_state = self.dir.open(self.resume)
+        return start, checkpoint
 
     def build_model(self, start: int, checkpoint: Path | None) -> Any:
         import torch
@@ -762,79 +239,8 @@ class Trainer:
 
     # ----- behaviour-cloning warm start -------------------------------------------------
     def pretrain(self, model: Any) -> dict[str, Any]:
-        """Imitate ``pretrain.agent`` playing the learner's seat (actor: cross-entropy on its
-        moves; critic: the returns it obtained), before the first PPO update."""
-        import torch
-
-        from derby_envs.core.policy import choose
-        from training.evaluate import load_agent
-
-        cfg = self.config
-        pc = cfg.pretrain
-        t0 = time.perf_counter()
-        expert = load_agent(pc.agent, self.game)
-        env = make_env(cfg, [], str(self.run_dir))
-        base = env.unwrapped
-        rng = np.random.default_rng([cfg.seed, 1])
-        obs_l, act_l, mask_l, ret_l = [], [], [], []
-        episode: list[float] = []
-        obs, _ = env.reset(seed=cfg.seed + 1_000_003)
-        while True:
-            mask = base.action_masks()
-            a = choose(expert, base.game_state, base.seat, rng)
-            obs_l.append(obs)
-            act_l.append(a)
-            mask_l.append(mask)
-            obs, reward, terminated, truncated, _ = env.step(a)
-            episode.append(float(reward))
-            if terminated or truncated:
-                g, rets = 0.0, []
-                for r in reversed(episode):
-                    g = r + cfg.ppo.gamma * g
-                    rets.append(g)
-                ret_l.extend(reversed(rets))
-                episode = []
-                if len(ret_l) >= pc.steps:
-                    break
-                obs, _ = env.reset()
-        env.close()
-        collect_s = time.perf_counter() - t0
-        X = torch.as_tensor(np.asarray(obs_l, np.float32))
-        A = torch.as_tensor(np.asarray(act_l, np.int64))
-        M = torch.as_tensor(np.asarray(mask_l, bool))
-        R = torch.as_tensor(np.asarray(ret_l, np.float32))
-        policy = model.policy
-        policy.set_training_mode(True)
-        opt = torch.optim.Adam(policy.parameters(), lr=pc.learning_rate)
-        gen = torch.Generator().manual_seed(cfg.seed)
-        n, bs = len(A), cfg.ppo.batch_size
-        for _ in range(pc.epochs):
-            perm = torch.randperm(n, generator=gen)
-            for i in range(0, n, bs):
-                idx = perm[i : i + bs]
-                values, logp, _ = policy.evaluate_actions(X[idx], A[idx], action_masks=M[idx])
-                loss = -logp.mean() + cfg.ppo.vf_coef * torch.nn.functional.mse_loss(
-                    values.flatten(), R[idx]
-                )
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.ppo.max_grad_norm)
-                opt.step()
-        policy.set_training_mode(False)
-        with torch.no_grad():
-            dist = policy.get_distribution(X, action_masks=M.numpy())
-            accuracy = float((dist.distribution.probs.argmax(1) == A).float().mean())
-        info = {
-            "agent": pc.agent,
-            "decisions": int(n),
-            "accuracy": round(accuracy, 4),
-            "seconds": round(time.perf_counter() - t0, 1),
-        }
-        self.log(
-            f"pretrain: imitated {pc.agent} on {n:,} decisions (recorded in {collect_s:.0f} s): "
-            f"the policy's most probable move is {pc.agent}'s in {accuracy:.1%} of them"
-        )
-        return info
+        """Imitate ``pretrain.agent`` playing the learner's seat (:mod:`.warmstart`)."""
+        return pretrain(model, self.config, self.game, self.run_dir, self.log)
 
     # ----- callback hooks -------------------------------------------------------------
     def on_start(self, model: Any) -> None:
@@ -901,37 +307,11 @@ class Trainer:
             policy, self.game, cfg.evaluation.fields, deals, cfg.evaluation.seed, self.field_cache
         )
         csv_path = self.run_dir / "eval.csv"
-        new = not csv_path.is_file()
-        with csv_path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
-            if new:
-                w.writeheader()
-            log = getattr(model, "_logger", None) is not None  # None until learn() starts
-            for spec, res in results.items():
-                r = res["row"]
-                w.writerow(
-                    {
-                        "step": step,
-                        "field": spec,
-                        "games": r["games"],
-                        **{k: "" if r[k] is None else f"{r[k]:.6g}" for k in EVAL_FIELDS[3:]},
-                    }
-                )
-                if not log:
-                    continue
-                key = f"eval/{spec}"
-                model.logger.record(f"{key}/win_share", r["win_share"])
-                model.logger.record(f"{key}/win_lo95", r["win_lo95"])
-                model.logger.record(f"{key}/mean_score", r["mean_score"])
-                if r["advantage"] is not None:
-                    model.logger.record(f"{key}/advantage", r["advantage"])
+        append_eval_rows(csv_path, step, results)
+        if getattr(model, "_logger", None) is not None:  # None until learn() starts
+            record_eval(model.logger, results)
         write_curve_svg(csv_path, self.run_dir / "eval_curve.svg", 1 / self.game.num_players)
-        summary = ", ".join(
-            f"vs {spec}: win {res['row']['win_share']:.3f} "
-            f"[{res['row']['win_lo95']:.3f}, {res['row']['win_hi95']:.3f}] "
-            f"score {res['row']['mean_score']:+.2f} (vs field {res['row']['advantage'] or 0:+.2f})"
-            for spec, res in results.items()
-        )
+        summary = eval_summary(results)
         self.log(f"step {step:,}: eval ({deals} deals, {time.perf_counter() - t0:.1f} s) {summary}")
         if self.bar is not None:
             first = next(iter(results.values()))["row"]
@@ -940,15 +320,7 @@ class Trainer:
 
     def truncate_eval_log(self, step: int) -> None:
         """On resume, forget evaluations made after the checkpoint (they will be redone)."""
-        csv_path = self.run_dir / "eval.csv"
-        if not csv_path.is_file():
-            return
-        rows = [r for r in csv.DictReader(csv_path.open()) if _eval_row_step(r) <= step]
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=EVAL_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-        write_text_atomic(csv_path, buf.getvalue())
+        truncate_eval_log(self.run_dir / "eval.csv", step)
 
     # ----- the run --------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -957,26 +329,11 @@ class Trainer:
             try:
                 start, checkpoint = self.prepare_run_dir()
             except BaseException:
-                self.discard_new_run_dir()
+                self.dir.discard_if_new()
                 raise
             return self._run(start, checkpoint)
         finally:
-            self.lock.release()
-
-    def discard_new_run_dir(self) -> None:
-        """A new run that fails before its first checkpoint leaves no directory behind (it
-        would block the corrected rerun); only what this process created is removed."""
-        if not self.created or checkpoints(self.run_dir):
-            return
-        if self.created == "dir":
-            shutil.rmtree(self.run_dir, ignore_errors=True)
-        else:  # the user's (empty) directory stays; only what this run wrote goes
-            for p in self.run_dir.iterdir():
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                elif p.name != LOCK_NAME:
-                    p.unlink(missing_ok=True)
-        self.created = None
+            self.dir.close()
 
     def _run(self, start: int, checkpoint: Path | None) -> dict[str, Any]:
         cfg = self.config
@@ -995,16 +352,16 @@ class Trainer:
         except BaseException:
             if self.vec_env is not None:
                 self.vec_env.close()
-            self.discard_new_run_dir()
+            self.dir.discard_if_new()
             raise
         t0 = time.perf_counter()
         remaining = cfg.total_timesteps - start
-        previous = _stop_on_sigterm()
+        previous = stop_on_sigterm()
         try:
             if remaining > 0:
                 model.learn(
                     total_timesteps=remaining,
-                    callback=_make_callback(self),
+                    callback=make_callback(self),
                     reset_num_timesteps=checkpoint is None,
                     tb_log_name="ppo",
                 )
@@ -1068,7 +425,7 @@ class Trainer:
         return summary
 
 
-def _stop_on_sigterm() -> Any:
+def stop_on_sigterm() -> Any:
     """Let SIGTERM (e.g. ``kill PID``) stop training like Ctrl-C: with a checkpoint saved."""
     if threading.current_thread() is not threading.main_thread():
         return None
@@ -1087,63 +444,3 @@ def train(
 ) -> dict[str, Any]:
     """Train (or resume) a run; returns the summary written to ``summary.json``."""
     return Trainer(config, resume=resume, progress=progress, out=out).run()
-
-
-def export_policy(
-    run_dir: str | Path,
-    dest: str | Path,
-    results: dict[str, Any] | None = None,
-    checkpoint: str | Path | None = None,
-) -> Path:
-    """Ship a run's ``final.zip`` (or one of its checkpoints) as ``dest`` with a JSON sidecar
-    (config, steps, seed, results).
-
-    The optimizer's moment estimates are dropped (they double or triple the file and only
-    matter for further training, which then restarts them); the weights are unchanged.
-    """
-    from agents.ppo import read_checkpoint
-
-    run_dir, dest = Path(run_dir), Path(dest)
-    src = Path(checkpoint) if checkpoint is not None else run_dir / "final.zip"
-    if not src.is_file():
-        raise ConfigError(f"{str(src)!r} does not exist: train the run to the end first")
-    if not src.resolve().is_relative_to(run_dir.resolve()):
-        raise ConfigError(
-            f"{str(src)!r} is not a file of the run directory {str(run_dir)!r}: only a run's "
-            "own checkpoints are exported (the network is rebuilt from the run's config)"
-        )
-    # Rebuilt from the run's config like a resumed run (restore_checkpoint: nothing from the
-    # file is unpickled); in-process envs are enough to construct the model.
-    run_config = load_run_config(run_dir)
-    verify_checkpoint(src)
-    vec_env = make_vec_env(dataclasses.replace(run_config, vec_env="dummy"), [], run_dir)
-    try:
-        model = build_fresh_model(run_config, run_config.make_game(), vec_env, run_config.seed)
-        restore_checkpoint(model, src, optimizer=False)
-        model.derby_meta = read_checkpoint(src).meta
-        save_model_atomic(model, dest)
-    finally:
-        vec_env.close()
-    summary_path = run_dir / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-    meta = dict(getattr(model, "derby_meta", None) or {})
-    config = summary.get("config") or run_config.to_dict()
-    if checkpoint is not None:
-        summary = {}  # the summary describes final.zip, not this checkpoint
-    sidecar = {
-        "policy": dest.name,
-        "game": meta.get("game"),
-        "params": meta.get("params"),
-        "steps": int(model.num_timesteps),
-        "seed": config.get("seed"),
-        "hint": meta.get("hint"),
-        "hint_features": meta.get("hint_features"),
-        "config": config,
-        "training_evaluation": {
-            field: [r for r in res["rows"]]
-            for field, res in summary.get("final_evaluation", {}).items()
-        },
-        "results": results or {},
-    }
-    write_json_atomic(dest.with_suffix(".json"), sidecar)
-    return dest

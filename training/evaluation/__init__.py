@@ -1,0 +1,2 @@
+"""Evaluation: seat-rotated tournaments with confidence intervals and skill ratings
+(:mod:`.tournament`, ``derby-envs evaluate``)."""

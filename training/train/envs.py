@@ -1,0 +1,129 @@
+"""The learner's training environments: the game's Gymnasium view with the opponent pool in the
+other seats, the optional hint features, and the vectorised copies MaskablePPO steps.
+
+The learner plays the game's Gymnasium single-agent view (:class:`SingleAgentEnv`) in a random
+seat every episode; the other seats are :class:`training.train.pool.PoolSeat` objects drawing
+their player from the opponent pool at every reset. ``n_envs`` copies run in a ``DummyVecEnv``
+or a ``SubprocVecEnv``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from derby_envs.registry import GAMES
+from training.train.config import TrainConfig
+from training.train.pool import OpponentPool
+
+
+def env_class(game: str) -> type:
+    module, cls = GAMES[game].gym_entry.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+class PoolWrapper(gymnasium.Wrapper):
+    """Exposes the opponent pool to ``VecEnv.env_method`` (``add_snapshot``, ``pool_draws``)."""
+
+    def __init__(self, env: Any, pool: OpponentPool) -> None:
+        super().__init__(env)
+        self.pool = pool
+
+    def add_snapshot(self, path: str, step: int) -> int:
+        self.pool.add_snapshot(path, step)
+        return len(self.pool.snapshots)
+
+    def pool_draws(self) -> dict[str, int]:
+        return dict(self.pool.draws)
+
+
+class HintWrapper(gymnasium.ObservationWrapper):
+    """Appends the hint agent's view of the learner's decision to its observation.
+
+    ``features="action"``: the one-hot of the hint agent's choice; ``"values"``: its
+    ``agents.ppo.value_features`` (one per action, in [-1, 0]). The hint agent decides for the
+    learner's seat with the learner's own information (the observation, or for a state-based
+    agent the state, which it may only use through ``resample_hidden``); at the end of a game
+    the hint part is zero.
+    """
+
+    def __init__(self, env: Any, hint: Any, features: str = "action") -> None:
+        super().__init__(env)
+        self.hint = hint
+        self.features = features
+        self.num_actions = int(env.action_space.n)
+        low, high = env.observation_space.low, env.observation_space.high
+        lo, hi = (-1.0, 0.0) if features == "values" else (0.0, 1.0)
+        self.observation_space = gymnasium.spaces.Box(
+            low=np.concatenate([low, np.full(self.num_actions, lo, np.float32)]),
+            high=np.concatenate([high, np.full(self.num_actions, hi, np.float32)]),
+            dtype=np.float32,
+        )
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        from agents.ppo import with_hint, with_values
+        from derby_envs.core.policy import choose
+
+        base = self.env.unwrapped
+        state = base.game_state
+        if state.is_terminal():
+            return np.concatenate([observation, np.zeros(self.num_actions, np.float32)])
+        if self.features == "values":
+            return with_values(observation, self.hint, state.legal_mask(base.seat))
+        h = choose(self.hint, state, base.seat, base.np_random)
+        return with_hint(observation, h, self.num_actions)
+
+
+def build_pool(config: Any, game: Any, snapshots: list[dict], root: Path) -> OpponentPool:
+    """The opponent pool of a config's ``opponents`` section (MaskablePPO's TrainConfig and
+    RLlib's RLlibTrainConfig share it)."""
+    sp = config.opponents.self_play
+    return OpponentPool(
+        game,
+        [dataclasses.asdict(m) for m in config.opponents.pool],
+        snapshot_weight=sp.weight if sp.enabled else 0.0,
+        max_active=sp.max_active,
+        sampling=sp.sampling,
+        snapshot_deterministic=sp.deterministic,
+        snapshots=snapshots,
+        root=root,
+    )
+
+
+def make_env(config: TrainConfig, snapshots: list[dict], root: str) -> Any:
+    """One training env (top-level so that SubprocVecEnv workers can rebuild it)."""
+    import torch
+    from stable_baselines3.common.monitor import Monitor
+
+    torch.set_num_threads(1)  # snapshot opponents run numpy; keep workers from oversubscribing
+    game = config.make_game()
+    pool = build_pool(config, game, snapshots, Path(root))
+    env = env_class(config.game)(
+        opponents=pool.seats(game.num_players - 1, config.opponents.draw),
+        learner_seat=config.learner_seat,
+        reward_mode=config.reward_mode,
+        **config.game_params,
+    )
+    if config.hint is not None:
+        from agents.registry import make_policy
+
+        env = HintWrapper(env, make_policy(config.hint, game), config.hint_features)
+    return Monitor(PoolWrapper(env, pool))
+
+
+def make_vec_env(config: TrainConfig, snapshots: list[dict], root: Path) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    fns = [
+        functools.partial(make_env, config, list(snapshots), str(root))
+        for _ in range(config.n_envs)
+    ]
+    if config.vec_env == "subproc":
+        return SubprocVecEnv(fns)
+    return DummyVecEnv(fns)
