@@ -162,6 +162,38 @@ class Game(ABC):
     def _blank_state(self) -> State:
         """An uninitialised state object for ``state_from_dict`` to fill."""
 
+    # ----- scenarios: a position from a readable description ----------------------------
+    #: the keys ``scenario`` accepts (besides ``seed``), documented in docs/<game>.md
+    scenario_keys: ClassVar[tuple[str, ...]] = ()
+
+    def scenario(self, seed: int | None = None, **description: Any) -> State:
+        """A position built from a readable description, for scenario tests and analysis.
+
+        Starts from ``new_initial_state(seed)`` (whatever the description leaves out stays as
+        dealt by that seed), applies the game's description keys (``scenario_keys``: hands,
+        decks, board, ... as documented on the game's page), then validates the result exactly
+        like a loaded saved state: it either is a position the rules can reach and play on
+        from, or StateFormatError names what is wrong.
+        """
+        unknown = sorted(set(description) - set(self.scenario_keys))
+        if unknown:
+            raise StateFormatError(
+                f"scenario: unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"{self.name} takes {', '.join(self.scenario_keys) or 'none'}"
+            )
+        state = self.new_initial_state(seed)
+        try:
+            self._build_scenario(state, description)
+            return self.state_from_dict(state.to_dict())
+        except StateFormatError as exc:
+            text = str(exc).removeprefix("malformed saved state: ")
+            raise StateFormatError(f"scenario: {text}") from None
+
+    def _build_scenario(self, state: State, description: Mapping[str, Any]) -> None:
+        """Apply ``description`` to a fresh ``state`` (checked afterwards by a round trip)."""
+        if description:
+            raise StateFormatError(f"{self.name} has no scenario description keys")
+
 
 class State(ABC):
     """One position of a game. See the module docstring for the conventions."""
@@ -229,6 +261,20 @@ class State(ABC):
     @abstractmethod
     def winners(self) -> list[int]:
         """Winning players at the end (several on a shared win); empty before the end."""
+
+    # ----- results (the same accessors in every game; meanings in docs/<game>.md) -------
+    def scores(self) -> list[int]:
+        """Every player's score by the game's own scoring, now (provisional before the end)."""
+        raise NotImplementedError(f"{type(self).__name__} does not report scores")
+
+    def places(self) -> list[int]:
+        """Every player's place by ``scores()``: 1 = best; tied players share the better
+        place (scores 9, 16, 9 give places 2, 1, 2). Provisional before the end."""
+        return places_from_scores(self.scores())
+
+    def round_results(self) -> list[dict[str, Any]]:
+        """One JSON-safe record per finished round (race, derby, ...), oldest first."""
+        return []
 
     # ----- information ----------------------------------------------------------------
     @abstractmethod
@@ -359,6 +405,11 @@ def slices_from_sizes(sizes: Sequence[tuple[str, int]]) -> dict[str, slice]:
         out[name] = slice(i, i + size)
         i += size
     return out
+
+
+def places_from_scores(scores: Sequence[int | float]) -> list[int]:
+    """Places 1..n, higher score better, ties sharing the better place."""
+    return [1 + sum(1 for other in scores if other > mine) for mine in scores]
 
 
 def win_share_returns(winners: Sequence[int], num_players: int) -> np.ndarray:

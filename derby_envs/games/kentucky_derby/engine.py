@@ -33,6 +33,7 @@ Rewards: ``"win"`` (most chips at the end of the session wins; ties share) or ``
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
 from functools import cached_property
@@ -78,6 +79,26 @@ MAX_RESHUFFLES = 10_000  # a safety net against a table that moves nothing
 
 def card_name(card: int) -> str:
     return RANKS[card % 12] + SUIT_SYMBOLS[card // 12]
+
+
+def card_id(name: Any) -> int:
+    """The id of a card given by name (``"KH"``, ``"10s"``) or id; StateFormatError if none."""
+    if isinstance(name, int) and not isinstance(name, bool) and 0 <= name < NUM_CARDS:
+        return name
+    if isinstance(name, str) and len(name) >= 2:
+        rank, suit = name[:-1].upper(), name[-1].upper()
+        if rank in RANKS and suit in SUIT_SYMBOLS:
+            return SUIT_SYMBOLS.index(suit) * 12 + RANKS.index(rank)
+    raise StateFormatError(f"card {name!r}: expected a name like '7H' or '10S' (no Aces), or 0..47")
+
+
+def horse_id(name: Any) -> int:
+    """The index of a horse given by name (``"Spades"``) or index 0..3."""
+    if isinstance(name, int) and not isinstance(name, bool) and 0 <= name < 4:
+        return name
+    if isinstance(name, str) and name.capitalize() in HORSES:
+        return HORSES.index(name.capitalize())
+    raise StateFormatError(f"horse {name!r}: expected one of {HORSES} or 0..3")
 
 
 MAX_MOVE = 1000  # spaces per card: far past the post, and well inside the int16 table
@@ -305,6 +326,46 @@ class KentuckyDerbyGame(Game):
         horse, stake = divmod(int(action), self.stake_levels)
         return f"back {HORSES[horse]}, stake {stake}"
 
+    scenario_keys = ("race", "chips", "active", "carry", "pot_carry", "bets", "deck", "next_cards")
+
+    def _build_scenario(self, state: State, d: Mapping[str, Any]) -> None:
+        """See docs/kentucky_derby.md, "Scenarios": the race about to be bet on, from the
+        chips everyone has before its ante; ``bets`` already placed are taken from the chips."""
+        assert isinstance(state, KentuckyDerbyState)
+        n = self.num_players
+        s = state
+        if "chips" in d:
+            s.chips = np.array(saved_ints(d["chips"], "chips", n, 0, None), np.int64)
+        else:  # as dealt: everyone's chips before this race's ante
+            s.chips = s.chips + self.params["ante"] * s.active
+        if "active" in d:
+            s.active = np.array([bool(a) for a in saved_list(d["active"], "active", n)])
+        else:
+            s.active = np.ones(n, bool)
+        s.race = saved_int(d.get("race", 0), "race", 0, self.params["num_races"])
+        s.pool = saved_int(d.get("carry", 0), "carry", 0, None)
+        s.pot_carry = saved_int(d.get("pot_carry", 0), "pot_carry", 0, None)
+        s._start_race()  # the ante, the dealer, the betting order and a shuffled pack
+        if s.over:
+            return
+        if "deck" in d:
+            s.deck = [card_id(c) for c in saved_list(d["deck"], "deck", NUM_CARDS)]
+        if "next_cards" in d:
+            first = [card_id(c) for c in saved_list(d["next_cards"], "next_cards")]
+            rest = [c for c in s.deck if c not in first]
+            s.deck = rest[:COURSE] + first + rest[COURSE:]
+        bets = d.get("bets", {})
+        if not isinstance(bets, Mapping):
+            raise StateFormatError("bets: expected a mapping of seat -> (horse, stake)")
+        for seat, bet in bets.items():
+            p = saved_int(seat, "bets seat", 0, n - 1)
+            horse, stake = saved_list(bet, f"bets[{p}]", 2)
+            s.bet_horse[p] = horse_id(horse)
+            s.bet_stake[p] = saved_int(stake, f"bets[{p}] stake", 0, self.params["max_stake"])
+            s.chips[p] -= s.bet_stake[p]
+            if p in s.to_bet:
+                s.to_bet.remove(p)
+
     def new_initial_state(self, seed: int | None = None) -> KentuckyDerbyState:
         state = KentuckyDerbyState(self, np.random.default_rng(seed))
         state._start_race()
@@ -352,6 +413,12 @@ def _check_betting_round(s: KentuckyDerbyState) -> None:
         f"from the dealer's left ({due})",
     )
     saved_check(bool(s.to_bet), "no player to bet, but the race has not been run")
+    if g.params["betting"] == "sequential":
+        order = [p for p in seat_order((s.dealer + 1) % n, n) if s.active[p]]
+        saved_check(
+            order[len(order) - len(s.to_bet) :] == s.to_bet,
+            "sequential betting: a player has bet before an earlier one in the betting order",
+        )
 
 
 def _check_last_places(s: KentuckyDerbyState) -> None:
@@ -560,6 +627,16 @@ class KentuckyDerbyState(State):
             return []
         top = self.chips.max()
         return np.flatnonzero(self.chips == top).tolist()
+
+    def scores(self) -> list[int]:
+        """Every player's chips now (stakes on the table not counted until paid back)."""
+        return self.chips.tolist()
+
+    def round_results(self) -> list[dict[str, Any]]:
+        """The state keeps the public record of the last race only: ``[]`` before the first
+        race is run, else ``[{"race", "dealer", "first", "second", "positions", "piles",
+        "bets", "payouts", "reshuffles"}]`` (horses and cards as indices, see ``card_name``)."""
+        return [] if self.last_race is None else [copy.deepcopy(self.last_race)]
 
     def returns(self, mode: str = "win") -> np.ndarray:
         if mode == "chips":
