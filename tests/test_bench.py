@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from derby_envs.registry import available_games
+from derby_envs.registry import available_games, game_info
 from training.cli import main
-from training.tools.bench import PLAYER_COUNTS, TRAINING_FIELDS, game_heuristics
+from training.tools.bench import TRAINING_FIELDS, game_heuristics
 
 
 def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):
@@ -17,6 +17,9 @@ def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):
     kinds = {(r["kind"], r["env"]) for r in result["random_play"]}
     for game in available_games():
         assert {("engine", game), ("aec", game), ("gym", game)} <= kinds
+        # the player counts measured are the game's registry record's bench_players
+        measured = {r["players"] for r in result["random_play"] if r["env"] == game}
+        assert measured == set(game_info(game).bench_players)
     assert ("aec", "classic/connect_four_v3") in kinds and (
         "aec",
         "classic/leduc_holdem_v4",
@@ -29,7 +32,7 @@ def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):
     for game in available_games():
         own = game_heuristics(game)
         assert len(own) >= 2
-        for n in PLAYER_COUNTS[game]:
+        for n in game_info(game).bench_players:
             assert {(game, n, p) for p in own} <= timed
     for h in result["heuristics"]:
         assert h["positions"] == 40

@@ -2,7 +2,7 @@
 
 Everything is timed in one run on the same machine with the same random-legal-play loop:
 
-* per game and player count: raw engine steps/s and games/s (``State.apply_action`` with a
+* per game and player count (its registry record's ``bench_players``): raw engine steps/s and games/s (``State.apply_action`` with a
   uniformly random legal action), the AEC env through ``pettingzoo.make`` (the standard
   ``agent_iter``/``last``/``step`` loop), and the Gymnasium single-agent view (random learner
   actions, random opponents);
@@ -41,9 +41,14 @@ import numpy as np
 import pettingzoo
 
 import derby_envs
-from derby_envs.registry import GAMES, available_games, make_game
+from derby_envs.registry import GAMES, available_games, game_info, make_game
 
-PLAYER_COUNTS = {"derby": (3, 4, 5), "kentucky_derby": (3, 6, 10), "demolition_derby": (2, 4, 6)}
+
+def player_counts(game: str) -> tuple[int, ...]:
+    """The player counts bench measures for ``game``: its registry record's ``bench_players``."""
+    return tuple(game_info(game).bench_players)
+
+
 # MaskablePPO against random seats and against a field of the game's strongest heuristic
 TRAINING_FIELDS = (
     ("derby", 4, "derby_exchange"),
@@ -298,7 +303,29 @@ def run_bench(
     """Measure everything; returns the JSON-ready result (see the module docstring)."""
     repeats = repeats or (1 if quick else 5)
     seconds = seconds or (0.2 if quick else 1.0)
-    games = games or [g for g in PLAYER_COUNTS if g in available_games()]
+    games = games or available_games()
+    progress(f"derby-envs {derby_envs.__version__} bench ({repeats} x {seconds:g} s per figure)")
+    rows = random_play_rows(games, repeats, seconds, progress)
+    heuristics = heuristic_rows(games, rows, 41 if quick else 401, progress)
+    training = ppo_training_rows(games, quick, repeats, progress) if train else []
+    return {
+        "version": derby_envs.__version__,
+        "machine": {"python": platform.python_version(), "processor": platform.machine()},
+        "pettingzoo": pettingzoo.__version__,
+        "repeats": repeats,
+        "seconds": seconds,
+        "quick": quick,
+        "random_play": rows,
+        "heuristics": heuristics,
+        "ppo_training": training,
+    }
+
+
+def random_play_rows(
+    games: list[str], repeats: int, seconds: float, progress: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Random-play steps/s of the references and of every game's engine, AEC env and Gym view
+    at its bench player counts, with each figure's ratio to connect_four's AEC env."""
     rows: list[dict[str, Any]] = []
 
     def add(kind: str, name: str, players: int | None, rate: dict) -> None:
@@ -307,12 +334,11 @@ def run_bench(
             f"  {kind:<7} {name:<26} {players or '':>2}  {rate['steps_per_s']:>10,.0f} steps/s"
         )
 
-    progress(f"derby-envs {derby_envs.__version__} bench ({repeats} x {seconds:g} s per figure)")
     for ref in REFERENCES:
         add("aec", ref, 2, _median_rate(aec_loop(pettingzoo.make("aec", ref)), seconds, repeats))
     for g in games:
         info = GAMES[g]
-        for n in PLAYER_COUNTS[g]:
+        for n in player_counts(g):
             add("engine", g, n, _median_rate(engine_loop(g, n), seconds, repeats))
             env = pettingzoo.make("aec", info.pz_id, num_players=n)
             add("aec", g, n, _median_rate(aec_loop(env), seconds, repeats))
@@ -321,12 +347,18 @@ def run_bench(
     ref_rate = next(r["steps_per_s"] for r in rows if r["env"] == REFERENCE and r["kind"] == "aec")
     for r in rows:
         r["ratio_to_connect_four"] = r["steps_per_s"] / ref_rate
+    return rows
 
+
+def heuristic_rows(
+    games: list[str], rows: list[dict[str, Any]], count: int, progress: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Decision times of every game's heuristics on ``count`` recorded positions (the first
+    timed apart), with their ratio to the engine step time measured in ``rows``."""
     heuristics: list[dict[str, Any]] = []
-    count = 41 if quick else 401  # the first position is timed apart (first call)
     for g in games:
         names = game_heuristics(g)
-        for n in PLAYER_COUNTS[g]:
+        for n in player_counts(g):
             step_ms = 1e3 / next(
                 r["steps_per_s"]
                 for r in rows
@@ -342,66 +374,62 @@ def run_bench(
                     f"  mean {h['mean_ms']:.3f} ms  ({h['median_over_engine_step']:.0f}x a step;"
                     f" first call {h['first_call_ms']:.0f} ms)"
                 )
+    return heuristics
 
-    training: list[dict[str, Any]] = []
-    if train:
-        timesteps = 512 if quick else 8192
-        envs: list[tuple[str, int, str, Callable[[], gymnasium.Env]]] = [
-            (REFERENCE, 2, "random", lambda: AECvsRandom(REFERENCE))
-        ]
-        for g, n, strongest in TRAINING_FIELDS:
-            if g not in games:
-                continue
-            for opp in ("random", strongest):
-                envs.append(
-                    (
-                        g,
-                        n,
-                        opp,
-                        lambda g=g, n=n, opp=opp: gymnasium.make(
-                            GAMES[g].gym_id, num_players=n, opponents=opp
-                        ),
-                    )
+
+def _training_envs(games: list[str]) -> list[tuple[str, int, str, Callable[[], gymnasium.Env]]]:
+    """(env, players, opponents, factory) of the MaskablePPO cases: the reference, then each
+    TRAINING_FIELDS case of ``games`` against random seats and its strongest heuristic."""
+    envs: list[tuple[str, int, str, Callable[[], gymnasium.Env]]] = [
+        (REFERENCE, 2, "random", lambda: AECvsRandom(REFERENCE))
+    ]
+    for g, n, strongest in TRAINING_FIELDS:
+        if g not in games:
+            continue
+        for opp in ("random", strongest):
+            envs.append(
+                (
+                    g,
+                    n,
+                    opp,
+                    lambda g=g, n=n, opp=opp: gymnasium.make(
+                        GAMES[g].gym_id, num_players=n, opponents=opp
+                    ),
                 )
-        for name, n, opp, fn in envs:
-            for n_envs in (8,) if quick else (1, 8):
-                rate = statistics.median(
-                    ppo_steps_per_s(fn, n_envs, timesteps) for _ in range(min(repeats, 3))
-                )
-                training.append(
-                    {
-                        "env": name,
-                        "players": n,
-                        "opponents": opp,
-                        "n_envs": n_envs,
-                        "steps_per_s": rate,
-                    }
-                )
-                progress(
-                    f"  ppo     {name:<26} {n:>2}  n_envs={n_envs}  vs {opp:<14} "
-                    f"{rate:>8,.0f} env-steps/s"
-                )
-        for t in training:
-            ref = next(r for r in training if r["env"] == REFERENCE and r["n_envs"] == t["n_envs"])
-            t["ratio_to_connect_four"] = t["steps_per_s"] / ref["steps_per_s"]
-            rnd = next(
-                r
-                for r in training
-                if (r["env"], r["players"], r["n_envs"], r["opponents"])
-                == (t["env"], t["players"], t["n_envs"], "random")
             )
-            t["ratio_to_random"] = t["steps_per_s"] / rnd["steps_per_s"]
-    return {
-        "version": derby_envs.__version__,
-        "machine": {"python": platform.python_version(), "processor": platform.machine()},
-        "pettingzoo": pettingzoo.__version__,
-        "repeats": repeats,
-        "seconds": seconds,
-        "quick": quick,
-        "random_play": rows,
-        "heuristics": heuristics,
-        "ppo_training": training,
-    }
+    return envs
+
+
+def ppo_training_rows(
+    games: list[str], quick: bool, repeats: int, progress: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """MaskablePPO env-steps/s of each training case, with its ratios to connect_four and to
+    the same case against random seats."""
+    timesteps = 512 if quick else 8192
+    training: list[dict[str, Any]] = []
+    for name, n, opp, fn in _training_envs(games):
+        for n_envs in (8,) if quick else (1, 8):
+            rate = statistics.median(
+                ppo_steps_per_s(fn, n_envs, timesteps) for _ in range(min(repeats, 3))
+            )
+            training.append(
+                {"env": name, "players": n, "opponents": opp, "n_envs": n_envs, "steps_per_s": rate}
+            )
+            progress(
+                f"  ppo     {name:<26} {n:>2}  n_envs={n_envs}  vs {opp:<14} "
+                f"{rate:>8,.0f} env-steps/s"
+            )
+    for t in training:
+        ref = next(r for r in training if r["env"] == REFERENCE and r["n_envs"] == t["n_envs"])
+        t["ratio_to_connect_four"] = t["steps_per_s"] / ref["steps_per_s"]
+        rnd = next(
+            r
+            for r in training
+            if (r["env"], r["players"], r["n_envs"], r["opponents"])
+            == (t["env"], t["players"], t["n_envs"], "random")
+        )
+        t["ratio_to_random"] = t["steps_per_s"] / rnd["steps_per_s"]
+    return training
 
 
 def markdown(result: dict[str, Any]) -> str:
