@@ -1,0 +1,104 @@
+"""A fourth game, added the way docs/architecture.md's checklist says: Toy High Card lives in
+``tests/toy_game/`` (engine on the core protocol, envs from the shared adapters, ``GAME_INFO``)
+and joins with one registry call; then it passes the whole conformance suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pettingzoo
+import pytest
+
+from derby_envs import registry
+from derby_envs.core.ansi import Palette
+from derby_envs.core.errors import StateFormatError
+from derby_envs.test import run_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def toy():
+    info = registry.register_game("tests.toy_game")  # the one registry call
+    yield info
+    registry.unregister_game("toy")  # leave the shipped registry as it was for other tests
+
+
+def test_the_toy_game_passes_the_whole_conformance_suite(toy):
+    """PettingZoo battery, Gymnasium check_env, the Parallel env, pickling, the engine contract
+    (round trips, no leaks in observations, masks or text) on every declared option set and
+    the environment checks at every player count."""
+    run_suite("toy")
+
+
+def test_registered_everywhere_by_the_one_call(toy):
+    assert "toy" in registry.available_games() and registry.game_info("toy") is toy
+    assert toy.simultaneous is True  # derived from ToyGame.simultaneous
+    aec = pettingzoo.make("aec", toy.pz_id, num_players=3)
+    aec.reset(seed=0)
+    assert aec.unwrapped.game.display_name == "Toy High Card"
+    view = gymnasium.make(toy.gym_id, reveal="sealed")
+    obs, info = view.reset(seed=0)
+    assert view.observation_space.contains(obs) and info["action_mask"].sum() == 3
+    coloured = Palette(True).board("title\n  player_0: 1 pts", "toy")
+    assert "\x1b[90mpts\x1b[0m" in coloured  # the record's ANSI rule
+
+
+def test_nothing_outside_its_folder_names_the_toy_game():
+    for top in ("derby_envs", "agents", "training"):
+        for path in (ROOT / top).rglob("*.py"):
+            assert "toy_game" not in path.read_text(), f"{path} knows the toy game"
+
+
+def test_unregistering_removes_every_id():
+    info = registry.register_game("tests.toy_game")
+    registry.unregister_game("toy")
+    assert "toy" not in registry.GAMES and info.gym_id not in gymnasium.registry
+    with pytest.raises(registry.InvalidParameterError, match="unknown game 'toy'"):
+        registry.make_game("toy")
+
+
+# ----- the toy's own rules -----------------------------------------------------------------
+def _game(**params):
+    from tests.toy_game.engine import ToyGame
+
+    return ToyGame(**params)
+
+
+def test_the_single_highest_card_scores_and_ties_score_nothing():
+    g = _game(num_players=3, rounds=2)
+    s = g.new_initial_state(0)
+    s.hands = [[5, 0], [5, 1], [2, 3]]
+    s.deck = [0, 1, 2, 3, 4, 4]  # the rest of the deck
+    g.state_from_dict(s.to_dict())  # a consistent position
+    for p, card in ((0, 5), (1, 5), (2, 2)):  # two sixes tie: nobody scores
+        s.apply_action(p, card)
+    assert s.scores() == [0, 0, 0] and s.round_results()[0]["winner"] is None
+    assert s.current_players() == [1]  # the next round starts after the previous leader
+    for p, card in ((1, 1), (2, 3), (0, 0)):
+        s.apply_action(p, card)
+    assert s.is_terminal() and s.scores() == [0, 0, 1] and s.winners() == [2]
+    assert s.returns("points").tolist() == [0, 0, 1]
+    assert s.returns("win").tolist() == pytest.approx([-1 / 3, -1 / 3, 2 / 3])
+
+
+def test_sealed_cards_stay_hidden_until_the_last_is_in():
+    g = _game(num_players=2, reveal="sealed")
+    s = g.new_initial_state(3)
+    assert s.current_players() == [0, 1]
+    before = s.observation(1), s.render_text(1)
+    s.apply_action(0, s.hands[0][0])
+    assert "(sealed)" in s.render_text(1) and s.render_text(1) != before[1]
+    changed = np.flatnonzero(s.observation(1) != before[0])
+    assert changed.tolist() == [g.observation_slices["chosen"].start + 1]  # only "seat +1 chose"
+    assert s.current_players() == [1] and not s.legal_mask(0).any()
+
+
+def test_a_doctored_save_is_refused_by_the_named_checks():
+    g = _game(num_players=2)
+    data = g.new_initial_state(1).to_dict()
+    data["state"]["hands"][0][0] = (data["state"]["hands"][0][0] + 1) % 6
+    with pytest.raises(StateFormatError, match="cards are not the deck's"):
+        g.state_from_dict(data)
