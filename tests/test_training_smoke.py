@@ -14,13 +14,15 @@ from derby_envs.registry import available_games, make_game
 from training.cli import main
 from training.train import checkpoints, export_policy, train
 from training.train.config import ConfigError, config_from_dict
+from training.train.smoke import load_smoke, smoke_config, smoke_yaml, write_missing
 
 SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
 
 
 def tiny(game: str, run_dir: Path, **over) -> dict:
-    """The shipped smoke config of ``game`` (a few seconds of training), with overrides."""
-    raw = yaml.safe_load((SMOKE / f"{game}.yaml").read_text())
+    """The smoke config of ``game`` (a few seconds of training: the shipped file, or for a game
+    without one the config its registry record makes), with overrides."""
+    raw = load_smoke(game)
     raw["run_dir"] = str(run_dir)
     for key, value in over.items():
         node = raw
@@ -293,3 +295,29 @@ def test_training_a_residual_policy_on_value_features(tmp_path):
         a = choose(policy, state, p, rng)
         assert a == choose(expert, state, p, rng)
         state.apply_action(p, a)
+
+
+def test_smoke_configs_are_the_registry_records():
+    """configs/smoke/<game>.yaml are exactly the configs the games' records make (every key),
+    and every registered game's smoke config validates."""
+    shipped = sorted(SMOKE.glob("*.yaml"))
+    assert {p.stem for p in shipped} <= set(available_games()) and shipped
+    for path in shipped:
+        assert yaml.safe_load(path.read_text()) == smoke_config(path.stem), path
+    for game in available_games():
+        cfg = config_from_dict(smoke_config(game))
+        assert cfg.game == game and cfg.total_timesteps > 0
+
+
+def test_missing_smoke_configs_are_generated(tmp_path):
+    """A game without configs/smoke/<game>.yaml gets one from its record; others stay."""
+    games = available_games()
+    keep, new = games[0], games[1]
+    (tmp_path / f"{keep}.yaml").write_text("# mine\n")
+    written = write_missing(tmp_path, [keep, new])
+    assert written == [tmp_path / f"{new}.yaml"]
+    assert (tmp_path / f"{keep}.yaml").read_text() == "# mine\n"
+    assert (tmp_path / f"{new}.yaml").read_text() == smoke_yaml(new)
+    assert yaml.safe_load(smoke_yaml(new)) == smoke_config(new)
+    assert load_smoke(new, tmp_path) == smoke_config(new)
+    assert write_missing(tmp_path, [keep, new]) == []

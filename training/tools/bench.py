@@ -2,10 +2,10 @@
 
 Everything is timed in one run on the same machine with the same random-legal-play loop:
 
-* per game and player count (its registry record's ``bench_players``): raw engine steps/s and games/s (``State.apply_action`` with a
-  uniformly random legal action), the AEC env through ``pettingzoo.make`` (the standard
-  ``agent_iter``/``last``/``step`` loop), and the Gymnasium single-agent view (random learner
-  actions, random opponents);
+* per game and player count (its registry record's ``bench_players``): raw engine steps/s
+  and games/s (``State.apply_action`` with a uniformly random legal action), the AEC env
+  through ``pettingzoo.make`` (the standard ``agent_iter``/``last``/``step`` loop), and the
+  Gymnasium single-agent view (random learner actions, random opponents);
 * the references: PettingZoo's ``classic/connect_four-v3`` and ``classic/leduc_holdem-v4``
   through ``pettingzoo.make``, same AEC loop;
 * each figure's ratio to connect_four-v3's AEC steps/s (the ratio is the robust number on a
