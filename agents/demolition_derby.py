@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from derby_envs.core.seats import seat_orders
 from derby_envs.games.demolition_derby.engine import (
     DEC_KINDS,
     DEPLOY,
@@ -67,7 +68,7 @@ class DDGreedy:
         self.S = game.slots
         self.n = game.num_players
         self.F = self.D + LINEUP_EXTRA
-        self.off = game._offsets
+        self.off = game.action_offsets
         self.sl = game.observation_slices
         self.value = np.array(
             [
@@ -288,7 +289,7 @@ class DDTactical:
             sim._apply(p, legal[max(range(len(vals)), key=vals.__getitem__)])
 
     def _quick_deploy(self, sim: DemolitionDerbyState, p: int, rng: np.random.Generator) -> int:
-        counts = sim._hand_counts(p, minus_picks=True)
+        counts = sim.hand_counts(p, minus_picks=True)
         legal = [d for d, k in enumerate(counts) if k > 0]
         # value + noise on Python floats (the same doubles); max() keeps the first best, as
         # np.argmax does
@@ -308,6 +309,7 @@ class DDTactical:
         kind = task.kind
         st = sim.strengths()
         lineups = sim.lineups
+        order = seat_orders(n)[p]
         scores = []
         leader = None
         for a in legal:
@@ -315,14 +317,14 @@ class DDTactical:
                 scores.append(q.value[a])
             elif a < off["gain"]:
                 r, k = divmod(a - off["target"], S)
-                c = lineups[(p + r) % n][k]
+                c = lineups[order[r]][k]
                 v = min(st[c], STRENGTH_CAP)  # the observation clips it
                 if kind == K["swap_give"] or r == 0:
                     scores.append(-float(v))
                 else:
                     if leader is None:
                         totals = sim.projected_scores()[0]
-                        clipped = [min(totals[(p + r2) % n], TOTAL_CAP) for r2 in range(n)]
+                        clipped = [min(totals[q2], TOTAL_CAP) for q2 in order]
                         leader = max(clipped[1:]) if n > 1 else 0
                     # float32 arithmetic of the observation path, reproduced exactly
                     x = v + (0.5 if clipped[r] >= leader else 0.0)

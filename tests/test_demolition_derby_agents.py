@@ -80,7 +80,7 @@ def _straightforward_values(tactical, state, player, legal, rng):
             while not sim.is_terminal() and sim.derby == derby and sim.turn == turn:
                 p = sim.current_players()[0]
                 if sim.phase == DEPLOY:
-                    counts = sim._hand_counts(p, minus_picks=True)
+                    counts = sim.hand_counts(p, minus_picks=True)
                     options = [d for d, k in enumerate(counts) if k > 0]
                     vals = quick.value[options] + rng.normal(0, quick.noise, len(options))
                     act = options[int(np.argmax(vals))]

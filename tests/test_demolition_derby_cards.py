@@ -61,7 +61,7 @@ def test_custom_card_file_needs_no_code(tmp_path):
         s.apply_action(q, g.cards.design_index[d])
     # the Wrecker's controller may turn the Tank face down or decline
     assert s.current_players() == [0]
-    assert g._offsets["decline"] in s.legal_actions(0)
+    assert g.action_offsets["decline"] in s.legal_actions(0)
 
 
 def _first_op(spec: dict, op: str) -> dict:

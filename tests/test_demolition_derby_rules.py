@@ -65,7 +65,7 @@ def target(s: DemolitionDerbyState, player: int, seat: int, name: str) -> int:
     """Action id of ``player`` targeting the first ``name`` in ``seat``'s lineup."""
     g = s.game
     k = [s.card_label(c) for c in s.lineups[seat]].index(name)
-    return g._offsets["target"] + ((seat - player) % g.num_players) * g.slots + k
+    return g.action_offsets["target"] + ((seat - player) % g.num_players) * g.slots + k
 
 
 def choose(s: DemolitionDerbyState, player: int, action: int) -> None:
@@ -74,7 +74,7 @@ def choose(s: DemolitionDerbyState, player: int, action: int) -> None:
 
 
 def action_for(s, kind: str, name: str) -> int:
-    return s.game._offsets[kind] + s.game.cards.design_index[name]
+    return s.game.action_offsets[kind] + s.game.cards.design_index[name]
 
 
 def finish_derby(plays, lineups, **kw) -> DemolitionDerbyState:
@@ -155,11 +155,11 @@ def test_swarm_drone_gains_one_per_other_drone():
 def test_liaison_unit_may_swap_itself():
     s = scenario(["Liaison Unit", "Tank", "Walker", "Walker"])
     legal = s.legal_actions(0)
-    assert s.game._offsets["decline"] in legal
+    assert s.game.action_offsets["decline"] in legal
     choose(s, 0, target(s, 0, 1, "Tank"))
     assert names(s, 0) == ["Tank"] and names(s, 1) == ["Liaison Unit"]
     s = scenario(["Liaison Unit", "Tank", "Walker", "Walker"])
-    choose(s, 0, s.game._offsets["decline"])
+    choose(s, 0, s.game.action_offsets["decline"])
     assert names(s, 0) == ["Liaison Unit"] and names(s, 1) == ["Tank"]
 
 
@@ -183,7 +183,7 @@ def test_magnet_crane_swaps_another_own_combatant_for_strength_2_or_less():
         ["Magnet Crane", "Walker", "Tank", "Walker"], [["Scout Drone", "Underdog"], [], [], []]
     )
     legal = set(s.legal_actions(0))
-    off = s.game._offsets
+    off = s.game.action_offsets
     assert legal == {target(s, 0, 1, "Walker"), target(s, 0, 3, "Walker"), off["decline"]}
     choose(s, 0, target(s, 0, 1, "Walker"))
     # now which of my other combatants to give (not the Crane itself)
@@ -248,7 +248,7 @@ def test_copycat_copies_an_instant_when_it_is_the_only_tank():
 
 def test_copycat_chooses_which_instant_to_copy():
     s = scenario(["Copycat", "Ravager", "Liaison Unit", "Walker"], [[], [], [], ["Underdog"]])
-    off = s.game._offsets
+    off = s.game.action_offsets
     assert set(s.legal_actions(0)) == {
         action_for(s, "copy", "Ravager"),
         action_for(s, "copy", "Liaison Unit"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from derby_envs.core.seats import relative_seat
 from derby_envs.games.demolition_derby.cards import Filter, Op
 from derby_envs.games.demolition_derby.constants import (
     K_COPY,
@@ -200,20 +201,21 @@ def protected(s: DemolitionDerbyState, c: int, kind: str, actor: int) -> bool:
 def target_action(s: DemolitionDerbyState, c: int, player: int) -> int:
     g = s.game
     q = s.owner[c]
-    r = (q - player) % g.num_players
-    return g._offsets["target"] + r * g.slots + s.lineups[q].index(c)
+    r = relative_seat(player, q, g.num_players)
+    return g.action_offsets["target"] + r * g.slots + s.lineups[q].index(c)
 
 
 def target_options(s: DemolitionDerbyState, cards: list[int], player: int) -> dict[int, int]:
     """{target action: card} for lineup cards, as ``target_action`` numbers them."""
     g = s.game
-    n, S = g._n, g.slots
-    base = g._offsets["target"]
+    S = g.slots
+    base = g.action_offsets["target"]
     owner, lineups = s.owner, s.lineups
+    rel = g.relative_seats[player]
     out = {}
     for c in cards:
         q = owner[c]
-        out[base + (q - player) % n * S + lineups[q].index(c)] = c
+        out[base + rel[q] * S + lineups[q].index(c)] = c
     return out
 
 
@@ -221,7 +223,7 @@ def advance(s: DemolitionDerbyState, t: Task) -> None:
     """Run task ``t`` until it needs a decision or is done (effects are only recorded)."""
     g = s.game
     cs = g.cards
-    off = g._offsets
+    off = g.action_offsets
     while not t.done and t.opts is None:
         ops = cs.designs[t.design].ops
         if t.i >= len(ops):
@@ -330,7 +332,7 @@ def offer(s: DemolitionDerbyState, t: Task, op: Op, opts: dict[int, int], kind: 
         return False
     if op.may:
         opts = dict(opts)
-        opts[s.game._offsets["decline"]] = -1
+        opts[s.game.action_offsets["decline"]] = -1
     if len(opts) > 1:
         t.opts, t.kind, t.may = opts, kind, op.may
         return False
@@ -368,11 +370,11 @@ def decide(s: DemolitionDerbyState, t: Task, action: int) -> None:
     kind = t.kind
     t.opts = None
     t.made += 1
-    if action == s.game._offsets["decline"]:
+    if action == s.game.action_offsets["decline"]:
         t.done = True
         t.log.append(("decline", t.card))
         return
-    if action == s.game._offsets["accept"]:
+    if action == s.game.action_offsets["accept"]:
         t.i += 1
         return
     record(s, t, kind, value)

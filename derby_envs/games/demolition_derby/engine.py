@@ -59,18 +59,31 @@ Rewards: ``"win"`` (the champion, or tied leaders at the cap, share 1; everyone 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.fields import (
+    PLAYERS,
+    Cache,
+    Derived,
+    Int,
+    IntList,
+    IntRows,
+    Record,
+    Rng,
+    StateFields,
+    lazy_rng,
+)
 from derby_envs.core.game import Game, State, win_share_returns
 from derby_envs.core.params import Param
+from derby_envs.core.seats import relative_seat, seat_order
 from derby_envs.games.demolition_derby import abilities as ab
 from derby_envs.games.demolition_derby import observer as obs
-from derby_envs.games.demolition_derby import saving, scenario, text
+from derby_envs.games.demolition_derby import saving as sv
+from derby_envs.games.demolition_derby import scenario, text
 from derby_envs.games.demolition_derby.abilities import Task
 from derby_envs.games.demolition_derby.cards import PRESETS, CardSet, Op, load_card_set
 from derby_envs.games.demolition_derby.constants import (  # noqa: F401 - re-exported
@@ -179,7 +192,16 @@ class DemolitionDerbyGame(Game):
         return self.hand_size - 1 + self.cards.max_gains()
 
     @cached_property
-    def _offsets(self) -> dict[str, int]:
+    def relative_seats(self) -> tuple[tuple[int, ...], ...]:
+        """``relative_seats[p][q]``: :func:`~derby_envs.core.seats.relative_seat` of seat
+        ``q`` seen from ``p``, as a table (hot paths)."""
+        n = self.num_players
+        return tuple(tuple(relative_seat(p, q, n) for q in range(n)) for p in range(n))
+
+    @cached_property
+    def action_offsets(self) -> dict[str, int]:
+        """Where each block of the action table starts ("target", "gain", "copy") and the
+        ids of "decline" and "accept" (see the module docstring)."""
         D, n, S = self.num_designs, self.num_players, self.slots
         return {
             "target": D,
@@ -188,6 +210,10 @@ class DemolitionDerbyGame(Game):
             "decline": D + n * S + 2 * D,
             "accept": D + n * S + 2 * D + 1,
         }
+
+    @property
+    def _offsets(self) -> dict[str, int]:
+        return self.action_offsets
 
     @cached_property
     def _modifier_designs(self) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
@@ -255,7 +281,7 @@ class DemolitionDerbyGame(Game):
 
     @property
     def num_actions(self) -> int:
-        return self._offsets["accept"] + 1
+        return self.action_offsets["accept"] + 1
 
     pool_design_counts = cached_property(obs.pool_design_counts)
 
@@ -263,7 +289,8 @@ class DemolitionDerbyGame(Game):
     def max_level(self) -> int:
         return max(self.cards.type_strength)
 
-    observation_slices = cached_property(obs.observation_slices)
+    observation_layout = obs.OBSERVATION
+    layout_variables = obs.layout_variables
 
     _starts = cached_property(obs.starts)
 
@@ -281,7 +308,7 @@ class DemolitionDerbyGame(Game):
 
     def action_name(self, action: int) -> str:
         a = int(action)
-        o = self._offsets
+        o = self.action_offsets
         names = [d.name for d in self.cards.designs]
         if a < o["target"]:
             return f"deploy {names[a]}"
@@ -305,6 +332,51 @@ class DemolitionDerbyGame(Game):
 
 class DemolitionDerbyState(State):
     """A match in progress. Cards are ids of the full card set; per-card facts are lists."""
+
+    rng = lazy_rng  # built from a snapshot on first use: copies rarely draw
+    # Every field, once: clone, the saved payload and its validated loading follow from this
+    # (derby_envs.core.fields). The payload is the one saved before (see .saving).
+    fields = StateFields(
+        Rng(lazy=True),
+        Int("derby", 0, lambda g: g.params["max_derbies"]),
+        Int("turn", 0, sv.num_cards),
+        Int("phase", DEPLOY, OVER),
+        IntList("wins", PLAYERS, 0),
+        IntList("deck", None, 0, sv.last_card),
+        IntRows("hands", PLAYERS, None, 0, sv.last_card),
+        IntRows("lineups", PLAYERS, None, 0, sv.last_card),
+        IntList("discard", None, 0, sv.last_card),
+        IntList("discard_turn", None, 0, sv.last_card),
+        IntList("unused", None, 0, sv.last_card),
+        Derived("owner", copy="list"),  # controller of a card in a lineup, else -1
+        Derived("face_up", copy="list"),  # saved as face_down (set through that property)
+        IntList("face_down", None, 0, sv.last_card, share=True),
+        sv.CardFlags("this_turn"),
+        sv.CardFlags("instant_done"),
+        IntRows("picks", PLAYERS, None, 0, lambda g: g.num_designs - 1),
+        sv.TurnProtect("turn_protect"),  # (player, source card, design)
+        IntList("stoppers", None, 0, sv.last_card),  # cards whose Turn effect stops Instants
+        IntList("queue", None, 0, sv.last_card),  # cards with an Instant still to resolve
+        Int("level", -1, lambda g: g.max_level),
+        sv.Tasks("tasks"),
+        IntList("movers", None, 0, sv.last_seat),
+        IntList("last_winners", None, 0, sv.last_seat),
+        IntList("final_winners", None, 0, sv.last_seat),
+        sv.Events("events"),  # public log of the current (or last) turn
+        Record("last_derby", sv.load_last_derby, nullable=True),  # replaced, never mutated
+        # caches (not saved): dicts copied by clone (.copy()), the rest shared (rebuilt,
+        # never mutated in place)
+        Derived("_masks", copy="array"),
+        Derived("_priv", copy="array"),
+        Derived("_priv_base", copy="array"),
+        Cache("_priv_src"),
+        Cache("_pub"),
+        Cache("_str"),
+        Cache("_prot"),
+        Cache("_scores"),
+        derive=(sv.derive_position,),
+        checks=sv.CHECKS,
+    )
 
     def __init__(self, game: DemolitionDerbyGame, rng: np.random.Generator) -> None:
         g = game
@@ -430,7 +502,7 @@ class DemolitionDerbyState(State):
             return mask
         if self.phase == DEPLOY:
             if self.picks[player]:
-                avail = self._hand_counts(player, minus_picks=True)
+                avail = self.hand_counts(player, minus_picks=True)
                 mask[[d for d, k in enumerate(avail) if k > 0]] = 1
             else:
                 cd = g.cards.card_design
@@ -443,7 +515,8 @@ class DemolitionDerbyState(State):
     def is_legal(self, player: int, action: int) -> bool:
         return 0 <= action < self.game.num_actions and bool(self._mask(player)[action])
 
-    def _hand_counts(self, player: int, minus_picks: bool = False) -> list[int]:
+    def hand_counts(self, player: int, minus_picks: bool = False) -> list[int]:
+        """Cards of each design in ``player``'s hand (``minus_picks``: not picked this turn)."""
         cd = self.game.cards.card_design
         counts = [0] * self.game.num_designs
         for c in self.hands[player]:
@@ -452,6 +525,8 @@ class DemolitionDerbyState(State):
             for d in self.picks[player]:
                 counts[d] -= 1
         return counts
+
+    _hand_counts = hand_counts  # the earlier name (scripts/time_heuristics.py reads it)
 
     def _pending_task(self, player: int) -> Task:
         for t in self.tasks:
@@ -653,7 +728,7 @@ class DemolitionDerbyState(State):
         n = self.game.num_players
         if self.phase == OVER:
             return []
-        return [(player + r) % n for r in range(1, n) if r <= self.turn]
+        return seat_order(player, n)[1 : self.turn + 1]
 
     def unknown_cards(self, player: int) -> list[int]:
         """Cards of this Derby's deck whose whereabouts ``player`` does not know."""
@@ -661,9 +736,8 @@ class DemolitionDerbyState(State):
         out = self.unused[:]
         if self.phase == OVER:
             return out
-        for r in range(1, n):
-            if r > self.turn:
-                out += self.hands[(player + r) % n]
+        for q in seat_order(player, n)[self.turn + 1 :]:
+            out += self.hands[q]
         return out
 
     def resample_hidden(self, player: int, rng: np.random.Generator) -> DemolitionDerbyState:
@@ -686,7 +760,7 @@ class DemolitionDerbyState(State):
         cs = g.cards
         s = self
         n = g.num_players
-        seats = [(player + r) % n for r in range(1, n) if r > s.turn]
+        seats = seat_order(player, n)[s.turn + 1 :]
         unknown = s.unknown_cards(player)
         if g.params["variant"] == "mekk_mania":
             known = set(s.deck) - set(unknown)
@@ -717,7 +791,7 @@ class DemolitionDerbyState(State):
                     m = len(s.picks[q])
                     s.picks[q] = []
                     for _ in range(m):
-                        avail = s._hand_counts(q, minus_picks=True)
+                        avail = s.hand_counts(q, minus_picks=True)
                         legal = [d for d, k in enumerate(avail) if k > 0]
                         s.picks[q].append(legal[int(rng.integers(len(legal)))])
         elif s.phase == CHOOSE:
@@ -782,68 +856,23 @@ class DemolitionDerbyState(State):
         return text.last_derby_text(self)
 
     # ----- copying and saving ---------------------------------------------------------
+    @property
+    def face_down(self) -> list[int]:
+        """Ids of the face-down cards (how ``face_up`` is saved)."""
+        return [c for c, up in enumerate(self.face_up) if not up]
+
+    @face_down.setter
+    def face_down(self, cards: list[int]) -> None:
+        self.face_up = [True] * self.game.cards.num_cards
+        for c in cards:
+            self.face_up[c] = False
+
     def clone(self) -> DemolitionDerbyState:
-        s = DemolitionDerbyState.__new__(DemolitionDerbyState)
-        d = s.__dict__
-        d.update(self.__dict__)
-        s.rng = np.random.Generator(type(self.rng.bit_generator)())
-        s.rng.bit_generator.state = self.rng.bit_generator.state
-        s.wins = self.wins[:]
-        s.deck = self.deck[:]
-        s.hands = [h[:] for h in self.hands]
-        s.lineups = [x[:] for x in self.lineups]
-        s.discard = self.discard[:]
-        s.discard_turn = self.discard_turn[:]
-        s.unused = self.unused[:]
-        s.owner = self.owner[:]
-        s.face_up = self.face_up[:]
-        s.this_turn = self.this_turn[:]
-        s.instant_done = self.instant_done[:]
-        s.picks = [x[:] for x in self.picks]
-        s.turn_protect = self.turn_protect[:]
-        s.stoppers = self.stoppers[:]
-        s.queue = self.queue[:]
+        """An independent copy (RNG included): the declared fields' copy, and the abilities
+        in resolution copied one by one."""
+        s = _fields_clone(self)
         s.tasks = [t.copy() for t in self.tasks]
-        s.movers = self.movers[:]
-        s.last_winners = self.last_winners[:]
-        s.final_winners = self.final_winners[:]
-        s.events = self.events[:]
-        # caches: arrays are rebuilt, never mutated in place, so sharing them is safe
-        s._masks = dict(self._masks)
-        s._priv = dict(self._priv)
-        s._priv_base = dict(self._priv_base)
-        return s  # last_derby is replaced, never mutated: sharing it is safe
-
-    def _dump(self) -> dict[str, Any]:
-        return {
-            "derby": self.derby,
-            "turn": self.turn,
-            "phase": self.phase,
-            "wins": self.wins[:],
-            "deck": self.deck[:],
-            "hands": [h[:] for h in self.hands],
-            "lineups": [x[:] for x in self.lineups],
-            "discard": self.discard[:],
-            "discard_turn": self.discard_turn[:],
-            "unused": self.unused[:],
-            "face_down": [c for c in range(len(self.face_up)) if not self.face_up[c]],
-            "this_turn": [c for c in range(len(self.this_turn)) if self.this_turn[c]],
-            "instant_done": [c for c in range(len(self.instant_done)) if self.instant_done[c]],
-            "picks": [x[:] for x in self.picks],
-            "turn_protect": [list(x) for x in self.turn_protect],
-            "stoppers": self.stoppers[:],
-            "queue": self.queue[:],
-            "level": self.level,
-            "tasks": [t.dump() for t in self.tasks],
-            "movers": self.movers[:],
-            "last_winners": self.last_winners[:],
-            "final_winners": self.final_winners[:],
-            "events": [list(e) for e in self.events],
-            "last_derby": self.last_derby,
-        }
-
-    def _load(self, d: Mapping[str, Any]) -> None:
-        saving.load(self, d)
+        return s
 
     # ----- scenario set-up (tests, docs, analysis) ------------------------------------
     def arrange(
@@ -856,3 +885,6 @@ class DemolitionDerbyState(State):
     ) -> DemolitionDerbyState:
         """Replace the current Derby with a chosen position: see :func:`.scenario.arrange`."""
         return scenario.arrange(self, hands, lineups, discard, turn, wins)
+
+
+_fields_clone = DemolitionDerbyState.fields.make_clone(DemolitionDerbyState)

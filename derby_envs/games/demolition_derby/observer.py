@@ -1,8 +1,8 @@
 """Demolition Derby: the observation (what one player knows, as a float32 vector).
 
 Layout (seats relative: index 0 = the observer, 1 = the player on its left, ...): the private
-part (what only the observer knows), then the public part; the table is in
-``docs/demolition_derby.md`` and in :func:`observation_slices`.
+part (what only the observer knows), then the public part, declared once in
+:data:`OBSERVATION` (``docs/demolition_derby.md`` shows that table).
 
 Speed: the public part is built once per position and permuted per observer; each player's
 private part comes from the hands' part (shared by all players from
@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from derby_envs.core.game import slices_from_sizes
+from derby_envs.core.layout import Layout
+from derby_envs.core.seats import seat_orders
 from derby_envs.games.demolition_derby import abilities as ab
 from derby_envs.games.demolition_derby.constants import CHOOSE, DEC_KINDS, DEPLOY, OVER
 from derby_envs.games.demolition_derby.strengths import derby_scores
@@ -32,6 +33,63 @@ _ZERO_ONE = np.array([0.0, 1.0], np.float32)
 # built once per hands (private_source); with fewer, each is counted on its own (measured:
 # the shared build's fixed numpy cost pays off from 4 observers per hands)
 _SHARED_PRIVATE_MIN = 4
+
+#: The observation, declared once: the slices, their sizes (letters: :func:`layout_variables`)
+#: and meanings; ``docs/demolition_derby.md`` shows exactly this table (tested).
+OBSERVATION = Layout(
+    [
+        # private part: what only the observer knows
+        ("to_act", 1, "the observer must act now"),
+        ("hand", "D", "own hand by design (own pending picks excluded)"),
+        ("picks", "D", "own pending deploy picks"),
+        ("picks_left", 1, "picks still to make / picks per turn"),
+        (
+            "known_hands",
+            "(n-1)D",
+            "**draft knowledge**: the hand of seat `r` is known when the observer held that "
+            "hand `r` turns ago this Derby (every card taken out of it since was revealed); "
+            "zero otherwise",
+        ),
+        ("known", "n-1", "1 where that seat's hand is known"),
+        (
+            "unseen",
+            "D",
+            "cards the observer cannot place (standard: in unknown hands or unused; Mekk "
+            "Mania: also still in the box)",
+        ),
+        ("unseen_types", "T", "cards of unknown whereabouts, by type"),
+        ("unknown_cards", 1, "their number / cards in the full set"),
+        (
+            "decision_kind",
+            len(DEC_KINDS),
+            "one-hot: discard, face_down, swap_take, swap_give, gain, copy, confirm",
+        ),
+        ("decision_may", 1, "declining is allowed"),
+        ("decision_card", "D", "design of the card whose ability is resolving"),
+        ("decision_ability", "D", "design whose ability is used (Copycat: the copied one)"),
+        ("decisions_left", 1, "own abilities with a pending choice / 8"),
+        # public part
+        ("phase", 3, "deploy, ability choices, match over"),
+        ("progress", 2, "Derbies played / max_derbies, turn / (turns per Derby - 1)"),
+        ("level", "L+2", "printed Strength 0..L being resolved (last: none)"),
+        ("instants_stopped", 1, "a Turn effect stops Instants this turn"),
+        ("wins", "n", "Derby wins / wins_needed"),
+        ("hand_sizes", "n", "cards in hand / hand size"),
+        ("combatants", "n", "lineup sizes / S"),
+        ("totals", "n", "total if the Derby ended now (Derby abilities included) / 10"),
+        ("special_win", "n", "Commander/Underdog condition met now"),
+        ("last_winners", "n", "winners of the previous Derby"),
+        (
+            "lineups",
+            f"nS(D+{LINEUP_EXTRA})",
+            "per slot: design one-hot, face up, deployed this turn, Instant still to resolve, "
+            "protected from others' discards, protected from others' swaps, current "
+            "Strength / 4",
+        ),
+        ("discard", "D", "the discard pile of this Derby"),
+        ("discarded_this_turn", "D", "discarded this turn (Grappler's options)"),
+    ]
+)
 
 
 # ----- the layout (game facts) ------------------------------------------------------
@@ -52,14 +110,14 @@ def private_gather(g: DemolitionDerbyGame, known: int) -> tuple[np.ndarray, np.n
         gather = np.full((n, g.private_size), zero, np.intp)
         rows = np.zeros((n, n + 1), np.float32)
         cols = np.arange(W)
-        for p in range(n):
+        for p, order in enumerate(seat_orders(n)):
             gather[p, o["hand"] : o["hand"] + D] = p * W + cols[:D]
             for r in range(1, known + 1):
                 k0 = o["known_hands"] + (r - 1) * D
-                gather[p, k0 : k0 + D] = (p + r) % n * W + cols[:D]
+                gather[p, k0 : k0 + D] = order[r] * W + cols[:D]
                 gather[p, o["known"] + r - 1] = one
             for r in range(known + 1, n):
-                rows[p, (p + r) % n] = 1.0
+                rows[p, order[r]] = 1.0
             rows[p, n] = 1.0  # the unused cards
             # unseen (D) and unseen_types (T) are contiguous
             gather[p, o["unseen"] : o["unseen"] + W] = u0 + p * W + cols
@@ -76,20 +134,16 @@ def pool_design_counts(g: DemolitionDerbyGame) -> np.ndarray:
     return counts
 
 
-def observation_slices(g: DemolitionDerbyGame) -> dict[str, slice]:
-    n, D, S = g.num_players, g.num_designs, g.slots
-    T = len(g.cards.types)
-    sizes = [
-        ("to_act", 1), ("hand", D), ("picks", D), ("picks_left", 1),
-        ("known_hands", (n - 1) * D), ("known", n - 1), ("unseen", D), ("unseen_types", T),
-        ("unknown_cards", 1), ("decision_kind", len(DEC_KINDS)), ("decision_may", 1),
-        ("decision_card", D), ("decision_ability", D), ("decisions_left", 1),
-        ("phase", 3), ("progress", 2), ("level", g.max_level + 2),
-        ("instants_stopped", 1), ("wins", n), ("hand_sizes", n), ("combatants", n),
-        ("totals", n), ("special_win", n), ("last_winners", n),
-        ("lineups", n * S * (D + LINEUP_EXTRA)), ("discard", D), ("discarded_this_turn", D),
-    ]  # fmt: skip
-    return slices_from_sizes(sizes)
+def layout_variables(g: DemolitionDerbyGame) -> dict[str, int]:
+    """The letters of :data:`OBSERVATION`'s sizes: n players, D designs, S lineup slots per
+    player, T card types, L the highest printed Strength."""
+    return {
+        "n": g.num_players,
+        "D": g.num_designs,
+        "S": g.slots,
+        "T": len(g.cards.types),
+        "L": g.max_level,
+    }
 
 
 def starts(g: DemolitionDerbyGame) -> dict[str, int]:
@@ -115,12 +169,11 @@ def public_perm(g: DemolitionDerbyGame) -> list[np.ndarray]:
     perms = []
     per_seat = {"wins": 1, "hand_sizes": 1, "combatants": 1, "totals": 1,
                 "special_win": 1, "last_winners": 1, "lineups": S * (D + LINEUP_EXTRA)}  # fmt: skip
-    for p in range(n):
+    for order in seat_orders(n):
         idx = np.arange(size)
         for name, w in per_seat.items():
             start = sl[name].start - base
-            for r in range(n):
-                q = (p + r) % n
+            for r, q in enumerate(order):
                 idx[start + r * w : start + (r + 1) * w] = np.arange(
                     start + q * w, start + (q + 1) * w
                 )
@@ -242,9 +295,10 @@ def build_private_base(s: DemolitionDerbyState, p: int) -> np.ndarray:
     h = o["hand"]
     idx = [h + cd[c] for c in s.hands[p]]
     known = min(s.turn, n - 1)
+    order = seat_orders(n)[p]
     for r in range(1, known + 1):
         base = o["known_hands"] + (r - 1) * D
-        idx += [base + cd[c] for c in s.hands[(p + r) % n]]
+        idx += [base + cd[c] for c in s.hands[order[r]]]
     idx += range(o["known"], o["known"] + known)
     unknown = s.unknown_cards(p)
     u, t0 = o["unseen"], o["unseen_types"]
@@ -339,14 +393,14 @@ def build_public(s: DemolitionDerbyState) -> np.ndarray:
 def protected_vs_others(s: DemolitionDerbyState) -> tuple[set[int], set[int]]:
     """Lineup cards that ``protected(c, kind, actor)`` holds for (discard, swap), with
     ``actor`` the player left of ``c``'s owner (the observation's "any other player")."""
-    n = s.game.num_players
+    rel = s.game.relative_seats
     out: dict[str, set[int]] = {"discard": set(), "swap": set()}
     for p, src, op in ab.protectors(s):
         f = op.targets
         for kind in op.against:
             hit = out[kind]
             for q, lineup in enumerate(s.lineups):
-                if op.source != "any" and (q + 1) % n == p:
+                if op.source != "any" and rel[q][p] == 1:  # p sits left of q
                     continue
                 if (f.owner == "you" and q != p) or (f.owner == "other" and q == p):
                     continue

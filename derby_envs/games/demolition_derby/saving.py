@@ -1,6 +1,13 @@
-"""Demolition Derby: restoring a saved match, every field typed and range-checked, and the
-position checked to be one the rules can reach (cards conserved, whose move, the pending
-abilities re-derived from the position)."""
+"""Demolition Derby: the saved match. The state's fields are declared once (``fields`` on
+:class:`~.engine.DemolitionDerbyState`, from :mod:`derby_envs.core.fields`); this module holds
+the field kinds particular to this game (per-card flags saved as card ids, the abilities in
+resolution, the event log) and the named checks a restored match must pass: every field typed
+and range-checked, then the position one the rules can reach (cards conserved, whose move, the
+pending abilities re-derived from the position).
+
+The saved payload is exactly the one saved before the declaration (the golden transcripts
+digest it): ``phase`` stays an int, flags are lists of card ids.
+"""
 
 from __future__ import annotations
 
@@ -8,92 +15,260 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from derby_envs.core.errors import StateFormatError
+from derby_envs.core.fields import Field
 from derby_envs.core.game import saved_bool, saved_check, saved_int, saved_ints, saved_list
 from derby_envs.games.demolition_derby import abilities as ab
 from derby_envs.games.demolition_derby.abilities import Task
-from derby_envs.games.demolition_derby.constants import DEC_KINDS, DEPLOY, OVER
+from derby_envs.games.demolition_derby.constants import CHOOSE, DEC_KINDS, DEPLOY, OVER
 
 if TYPE_CHECKING:
     from derby_envs.games.demolition_derby.engine import DemolitionDerbyState
 
 
-def load(s: DemolitionDerbyState, d: Mapping[str, Any]) -> None:
-    """Restore and validate a saved match: every field is typed and range-checked, then
-    the position must be one the rules can reach (cards conserved, whose move, the
-    pending abilities re-derived from the position; see ``check_position``)."""
+def num_cards(g: Any) -> int:
+    return g.cards.num_cards
+
+
+def last_card(g: Any) -> int:
+    """The highest card id (a bound for declarations)."""
+    return g.cards.num_cards - 1
+
+
+def last_seat(g: Any) -> int:
+    return g.num_players - 1
+
+
+# ----- field kinds of this game -----------------------------------------------------------
+class CardFlags(Field):
+    """One bool per card of the set (a list), saved as the ids of the cards where it is set."""
+
+    copy = "list"
+
+    def load(self, raw: Any, game: Any, state: Any) -> list[bool]:
+        flags = [False] * game.cards.num_cards
+        for c in saved_ints(raw, self.name, None, 0, last_card(game)):
+            flags[c] = True
+        return flags
+
+    def dump(self, value: Any) -> list[int]:
+        return [c for c, f in enumerate(value) if f]
+
+
+class Tasks(Field):
+    """The Instant abilities of the level in resolution (copied one by one by ``clone``)."""
+
+    def load(self, raw: Any, game: Any, state: Any) -> list[Task]:
+        return [
+            load_task(state, x, f"{self.name}[{i}]")
+            for i, x in enumerate(saved_list(raw, self.name))
+        ]
+
+    def dump(self, value: Any) -> list:
+        return [t.dump() for t in value]
+
+
+class Events(Field):
+    """The public log of the current (or last) turn: tuples, saved as lists."""
+
+    copy = "list"
+
+    def load(self, raw: Any, game: Any, state: Any) -> list[tuple]:
+        return [
+            load_event(state, e, f"{self.name}[{i}]")
+            for i, e in enumerate(saved_list(raw, self.name))
+        ]
+
+    def dump(self, value: Any) -> list[list]:
+        return [list(e) for e in value]
+
+
+def load_turn_protect(s: DemolitionDerbyState, raw: Any) -> list[tuple[int, int, int]]:
+    """Turn protections: (player, Turn card, its design)."""
     g = s.game
-    n = g.num_players
     cs = g.cards
-    N = cs.num_cards
-    D = g.num_designs
+    out = []
+    for x in saved_list(raw, "turn_protect"):
+        q, c, k = saved_ints(x, "turn_protect entry", 3, 0, None)
+        saved_check(
+            q < g.num_players
+            and c < cs.num_cards
+            and k == cs.card_design[c]
+            and cs.designs[k].timing == "turn",
+            f"turn_protect entry {x} is not (player, Turn card, its design)",
+        )
+        out.append((q, c, k))
+    return out
 
-    def cards(x: Any, name: str) -> list[int]:
-        return saved_ints(x, name, None, 0, N - 1)
 
-    def per_seat(x: Any, name: str, low: int, high: int) -> list[list[int]]:
-        rows = saved_list(x, name, n)
-        return [saved_ints(r, f"{name}[{q}]", None, low, high) for q, r in enumerate(rows)]
+class TurnProtect(Field):
+    copy = "list"  # tuples, never mutated
 
-    s.derby = saved_int(d["derby"], "derby", 0, g.params["max_derbies"])
-    s.turn = saved_int(d["turn"], "turn", 0, N)
-    s.phase = saved_int(d["phase"], "phase", DEPLOY, OVER)
-    s.wins = saved_ints(d["wins"], "wins", n, 0, s.derby)
-    s.deck = cards(d["deck"], "deck")
-    s.hands = per_seat(d["hands"], "hands", 0, N - 1)
-    s.lineups = per_seat(d["lineups"], "lineups", 0, N - 1)
-    s.discard = cards(d["discard"], "discard")
-    s.discard_turn = cards(d["discard_turn"], "discard_turn")
-    s.unused = cards(d["unused"], "unused")
+    def load(self, raw: Any, game: Any, state: Any) -> list[tuple[int, int, int]]:
+        return load_turn_protect(state, raw)
+
+    def dump(self, value: Any) -> list[list[int]]:
+        return [list(x) for x in value]
+
+
+# ----- derived on load ------------------------------------------------------------------
+def derive_position(s: DemolitionDerbyState) -> None:
+    """Who controls each card (from the lineups), and empty caches."""
+    s.owner = [-1] * s.game.cards.num_cards
+    for q, lineup in enumerate(s.lineups):
+        for c in lineup:
+            s.owner[c] = q
+    s._clear_caches()
+
+
+# ----- named checks -----------------------------------------------------------------------
+def check_cards(s: DemolitionDerbyState) -> None:
+    """Every card of the deck is in exactly one place; lineups fit their slots."""
+    g = s.game
     saved_check(len(set(s.deck)) == len(s.deck), "a card is twice in the deck")
     saved_check(
         sorted(s.all_cards()) == sorted(s.deck),
         "cards are not conserved: hands + lineups + discard + unused != deck",
     )
     if g.params["variant"] == "mekk_mania":
-        saved_check(set(s.deck) <= set(cs.mekk_pool()), "a deck card is not in the pool")
-    s.owner = [-1] * N
+        saved_check(set(s.deck) <= set(g.cards.mekk_pool()), "a deck card is not in the pool")
     for q, lineup in enumerate(s.lineups):
         saved_check(len(lineup) <= g.slots, f"lineup of player {q} exceeds {g.slots} slots")
-        for c in lineup:
-            s.owner[c] = q
-    in_play = {c for x in s.lineups for c in x}
     saved_check(set(s.discard_turn) <= set(s.discard), "discard_turn not in discard")
     saved_check(len(set(s.discard_turn)) == len(s.discard_turn), "discard_turn repeats a card")
-    s.face_up = [True] * N
-    for c in cards(d["face_down"], "face_down"):
-        saved_check(c in in_play, f"face-down card {c} is not in a lineup")
-        s.face_up[c] = False
-    s.this_turn = [False] * N
-    for c in cards(d["this_turn"], "this_turn"):
-        saved_check(c in in_play, f"card {c} deployed this turn is not in a lineup")
-        s.this_turn[c] = True
-    s.instant_done = [False] * N
-    for c in cards(d["instant_done"], "instant_done"):
-        s.instant_done[c] = True
-    s.picks = per_seat(d["picks"], "picks", 0, D - 1)
-    s.turn_protect = []
-    for x in saved_list(d["turn_protect"], "turn_protect"):
-        q, c, k = saved_ints(x, "turn_protect entry", 3, 0, None)
+
+
+def check_flags(s: DemolitionDerbyState) -> None:
+    """Face-down and deployed-this-turn cards are in lineups."""
+    for c in s.face_down:
+        saved_check(s.owner[c] >= 0, f"face-down card {c} is not in a lineup")
+    for c, f in enumerate(s.this_turn):
+        saved_check(not f or s.owner[c] >= 0, f"card {c} deployed this turn is not in a lineup")
+
+
+def check_history(s: DemolitionDerbyState) -> None:
+    """Wins, the last Derby and the end of the match fit the Derbies played."""
+    g = s.game
+    n = g.num_players
+    saved_check(max(s.wins) <= s.derby, "a player has more wins than Derbies played")
+    saved_check(s.derby <= sum(s.wins) <= n * s.derby, "wins do not fit the Derbies played")
+    saved_check(
+        (s.derby == 0) == (s.last_derby is None) == (not s.last_winners),
+        "last_derby / last_winners must be set exactly when a Derby has been played",
+    )
+    if s.last_derby is not None:
         saved_check(
-            q < n and c < N and k == cs.card_design[c] and cs.designs[k].timing == "turn",
-            f"turn_protect entry {x} is not (player, Turn card, its design)",
+            s.last_derby["derby"] == s.derby - 1 and s.last_derby["winners"] == s.last_winners,
+            "last_derby does not describe the previous Derby",
         )
-        s.turn_protect.append((q, c, k))
-    s.stoppers = cards(d["stoppers"], "stoppers")
-    s.queue = cards(d["queue"], "queue")
-    s.level = saved_int(d["level"], "level", -1, g.max_level)
-    s.tasks = [
-        load_task(s, t, f"tasks[{i}]") for i, t in enumerate(saved_list(d["tasks"], "tasks"))
+    top = max(s.wins)
+    leaders = [q for q in range(n) if s.wins[q] == top]
+    decided = (top >= g.params["wins_needed"] and len(leaders) == 1) or s.derby >= g.params[
+        "max_derbies"
     ]
-    s.movers = saved_ints(d["movers"], "movers", None, 0, n - 1)
-    s.last_winners = saved_ints(d["last_winners"], "last_winners", None, 0, n - 1)
-    s.final_winners = saved_ints(d["final_winners"], "final_winners", None, 0, n - 1)
-    s.events = [
-        load_event(s, e, f"events[{i}]") for i, e in enumerate(saved_list(d["events"], "events"))
-    ]
-    s.last_derby = load_last_derby(s, d["last_derby"])
-    s._clear_caches()
-    check_position(s)
+    if s.phase == OVER:
+        saved_check(decided, "the match is over, but nobody has won it")
+        saved_check(s.final_winners == leaders, "final_winners are not the leaders")
+        saved_check(
+            not (s.movers or s.tasks or s.queue or any(s.picks)),
+            "a finished match has no movers, abilities or picks",
+        )
+        saved_check({len(h) for h in s.hands} == {0}, "hands are empty at the end of a match")
+        return
+    saved_check(not decided, "the match is decided, but not over")
+    saved_check(not s.final_winners, "final_winners before the end")
+    saved_check(len({len(h) for h in s.hands}) == 1, "hands must be of equal size")
+
+
+def check_turn_effects(s: DemolitionDerbyState) -> None:
+    """The queue of Instants and the Turn stoppers of a match in play."""
+    if s.phase == OVER:
+        return
+    cs = s.game.cards
+    queue = s.queue
+    saved_check(len(set(queue)) == len(queue), "queue repeats a card")
+    for c in queue:
+        saved_check(
+            s.owner[c] >= 0 and cs.designs[cs.card_design[c]].has_instant and not s.instant_done[c],
+            f"queued card {c} is not an unresolved Instant in a lineup",
+        )
+    strengths = [cs.card_strength[c] for c in queue]
+    saved_check(strengths == sorted(strengths, reverse=True), "queue is not by Strength")
+    for c in s.stoppers:
+        saved_check(
+            s.owner[c] >= 0
+            and any(op.op == "stop_instants" for op in cs.designs[cs.card_design[c]].ops),
+            f"stopper {c} is not a Turn card that stops Instants",
+        )
+
+
+def check_deploy(s: DemolitionDerbyState) -> None:
+    """A deploy phase: no turn effects pending; picks from the hand; movers are who picks."""
+    if s.phase != DEPLOY:
+        return
+    n = s.game.num_players
+    ppt = s.game.picks_per_turn
+    size = len(s.hands[0])
+    saved_check(
+        s.level == -1
+        and not (s.tasks or s.queue or s.stoppers or s.turn_protect)
+        and not (s.discard_turn or any(s.this_turn)),
+        "a deploy phase has no turn effects, queue or abilities pending",
+    )
+    saved_check(size > ppt, f"hands of {size} cards: too few to deploy {ppt}")
+    for q in range(n):
+        saved_check(len(s.picks[q]) <= ppt, f"player {q} picked too many cards")
+        saved_check(
+            min(s.hand_counts(q, minus_picks=True)) >= 0,
+            f"player {q} picked a card not in their hand",
+        )
+    due = [q for q in range(n) if len(s.picks[q]) < ppt]
+    saved_check(s.movers == due, f"movers {s.movers} are not {due}")
+    saved_check(bool(due), "nobody to deploy, but the cards are not revealed")
+
+
+def check_abilities(s: DemolitionDerbyState) -> None:
+    """An ability phase: one Strength level resolving, its abilities re-derived from the
+    position (the saved ones are replaced by the engine's own, equal values)."""
+    if s.phase != CHOOSE:
+        return
+    cs = s.game.cards
+    saved_check(not any(s.picks), "picks are revealed before abilities resolve")
+    saved_check(len(s.hands[0]) >= 1, "hands cannot be empty while a turn resolves")
+    saved_check(bool(s.tasks) and s.level >= 0, "an ability phase needs abilities")
+    saved_check(
+        all(cs.card_strength[c] < s.level for c in s.queue), "queued Instants of this level"
+    )
+    keys = []
+    for t in s.tasks:
+        c = t.card
+        saved_check(
+            cs.card_strength[c] == s.level
+            and s.owner[c] == t.player
+            and cs.card_design[c] == t.card_design
+            and s.instant_done[c]
+            and all(x == c for x in s.stoppers),
+            f"ability of card {c} does not resolve at this level for player {t.player}",
+        )
+        keys.append((t.player, s._slot(c)))
+    saved_check(keys == sorted(keys) and len(set(keys)) == len(keys), "abilities out of order")
+    for i, t in enumerate(s.tasks):
+        derived = derive_task(s, t)
+        saved_check(derived is not None, f"ability of card {t.card} cannot be in this state")
+        s.tasks[i] = derived
+    due = sorted({t.player for t in s.tasks if t.opts is not None})
+    saved_check(s.movers == due, f"movers {s.movers} are not {due}")
+    saved_check(bool(due), "nobody to choose, but the level is not applied")
+
+
+#: the checks a restored match must pass, in order
+CHECKS = (
+    check_cards,
+    check_flags,
+    check_history,
+    check_turn_effects,
+    check_deploy,
+    check_abilities,
+)
 
 
 # Saved events: kind -> field kinds (p player, c card, d design, i count, w winners, r reason)
@@ -172,100 +347,6 @@ def load_task(s: DemolitionDerbyState, raw: Any, name: str) -> Task:
     t.done = saved_bool(x[12], f"{name} done")
     t.log = [load_event(s, e, f"{name} log") for e in saved_list(x[13], name)]
     return t
-
-
-def check_position(s: DemolitionDerbyState) -> None:
-    """Named consistency checks of a restored match (whose move, phase, abilities)."""
-    g = s.game
-    n = g.num_players
-    cs = g.cards
-    ppt = g.picks_per_turn
-    wn, cap = g.params["wins_needed"], g.params["max_derbies"]
-    saved_check(s.derby <= sum(s.wins) <= n * s.derby, "wins do not fit the Derbies played")
-    saved_check(
-        (s.derby == 0) == (s.last_derby is None) == (not s.last_winners),
-        "last_derby / last_winners must be set exactly when a Derby has been played",
-    )
-    if s.last_derby is not None:
-        saved_check(
-            s.last_derby["derby"] == s.derby - 1 and s.last_derby["winners"] == s.last_winners,
-            "last_derby does not describe the previous Derby",
-        )
-    top = max(s.wins)
-    leaders = [q for q in range(n) if s.wins[q] == top]
-    decided = (top >= wn and len(leaders) == 1) or s.derby >= cap
-    sizes = {len(h) for h in s.hands}
-    if s.phase == OVER:
-        saved_check(decided, "the match is over, but nobody has won it")
-        saved_check(s.final_winners == leaders, "final_winners are not the leaders")
-        saved_check(
-            not (s.movers or s.tasks or s.queue or any(s.picks)),
-            "a finished match has no movers, abilities or picks",
-        )
-        saved_check(sizes == {0}, "hands are empty at the end of a match")
-        return
-    saved_check(not decided, "the match is decided, but not over")
-    saved_check(not s.final_winners, "final_winners before the end")
-    saved_check(len(sizes) == 1, "hands must be of equal size")
-    size = sizes.pop()
-    queue = s.queue
-    saved_check(len(set(queue)) == len(queue), "queue repeats a card")
-    for c in queue:
-        saved_check(
-            s.owner[c] >= 0 and cs.designs[cs.card_design[c]].has_instant and not s.instant_done[c],
-            f"queued card {c} is not an unresolved Instant in a lineup",
-        )
-    strengths = [cs.card_strength[c] for c in queue]
-    saved_check(strengths == sorted(strengths, reverse=True), "queue is not by Strength")
-    for c in s.stoppers:
-        saved_check(
-            s.owner[c] >= 0
-            and any(op.op == "stop_instants" for op in cs.designs[cs.card_design[c]].ops),
-            f"stopper {c} is not a Turn card that stops Instants",
-        )
-    if s.phase == DEPLOY:
-        saved_check(
-            s.level == -1
-            and not (s.tasks or queue or s.stoppers or s.turn_protect)
-            and not (s.discard_turn or any(s.this_turn)),
-            "a deploy phase has no turn effects, queue or abilities pending",
-        )
-        saved_check(size > ppt, f"hands of {size} cards: too few to deploy {ppt}")
-        for q in range(n):
-            saved_check(len(s.picks[q]) <= ppt, f"player {q} picked too many cards")
-            saved_check(
-                min(s._hand_counts(q, minus_picks=True)) >= 0,
-                f"player {q} picked a card not in their hand",
-            )
-        due = [q for q in range(n) if len(s.picks[q]) < ppt]
-        saved_check(s.movers == due, f"movers {s.movers} are not {due}")
-        saved_check(bool(due), "nobody to deploy, but the cards are not revealed")
-        return
-    # CHOOSE: one Strength level of Instants is resolving
-    saved_check(not any(s.picks), "picks are revealed before abilities resolve")
-    saved_check(size >= 1, "hands cannot be empty while a turn resolves")
-    saved_check(bool(s.tasks) and s.level >= 0, "an ability phase needs abilities")
-    saved_check(all(x < s.level for x in strengths), "queued Instants of this level")
-    keys = []
-    for t in s.tasks:
-        c = t.card
-        saved_check(
-            cs.card_strength[c] == s.level
-            and s.owner[c] == t.player
-            and cs.card_design[c] == t.card_design
-            and s.instant_done[c]
-            and all(x == c for x in s.stoppers),
-            f"ability of card {c} does not resolve at this level for player {t.player}",
-        )
-        keys.append((t.player, s._slot(c)))
-    saved_check(keys == sorted(keys) and len(set(keys)) == len(keys), "abilities out of order")
-    for i, t in enumerate(s.tasks):
-        derived = derive_task(s, t)
-        saved_check(derived is not None, f"ability of card {t.card} cannot be in this state")
-        s.tasks[i] = derived  # the engine's own values (ints, tuples), equal to the saved
-    due = sorted({t.player for t in s.tasks if t.opts is not None})
-    saved_check(s.movers == due, f"movers {s.movers} are not {due}")
-    saved_check(bool(due), "nobody to choose, but the level is not applied")
 
 
 def derive_task(s: DemolitionDerbyState, saved: Task, budget: int = 20_000) -> Task | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from derby_envs.core.seats import seat_order
 from derby_envs.games.demolition_derby.constants import (
     CHOOSE,
     DEPLOY,
@@ -24,10 +25,10 @@ def card_label(s: DemolitionDerbyState, c: int) -> str:
 
 def action_to_string(s: DemolitionDerbyState, player: int, action: int) -> str:
     g = s.game
-    off = g._offsets
+    off = g.action_offsets
     if off["target"] <= action < off["gain"]:
         r, k = divmod(action - off["target"], g.slots)
-        q = (player + r) % g.num_players
+        q = seat_order(player, g.num_players)[r]
         verb = "target"
         if s.phase == CHOOSE and player in s.movers:
             kind = s._pending_task(player).kind
