@@ -224,9 +224,9 @@ def engine_battery(game: str, **options: Any) -> None:
     """The engine checks on one option set (seeds and budgets sized for a test run)."""
     g = make_engine(game, **options)
     check_observation_layout(g, seed=1)
-    for steps in (0, 3, 11, 40):
+    for steps in (0, 3, 11, 40, 91):
         check_clone_and_dict_roundtrip(g, seed=steps + 1, steps=steps)
-    assert check_resample_hidden(g, seed=2, samples=2, max_steps=60) > 0
+    assert check_resample_hidden(g, seed=2, samples=2, max_steps=150) > 0
     compared, diffs = text_leaks(g, seed=0, samples=2, max_steps=60)
     assert compared > 0 and not diffs, diffs
     check_saved_state_errors(g, seed=5)

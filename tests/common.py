@@ -1,32 +1,28 @@
-"""Test helpers shared by every game's tests (contract checks, random play, golden files)."""
+"""Test helpers shared by every game's tests (random play, golden files, seated play).
+
+The contract checks (round trips, resample_hidden, layouts, ...) ship in the package's
+conformance suite, :mod:`derby_envs.test`; the few rule tests that call one directly import
+it from there (re-exported here).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from pettingzoo.test import api_test, render_test, seed_test
 
 from derby_envs.core.game import Game, State
+from derby_envs.test import (  # noqa: F401 - re-exported for the rule tests
+    advance_random,
+    check_clone_and_dict_roundtrip,
+    check_resample_hidden,
+    random_action,
+)
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
-
-
-def run_pettingzoo_contract(env_fn: Callable[..., object], num_cycles: int = 200) -> None:
-    """PettingZoo's api_test, seed_test and render_test on one env configuration."""
-    api_test(env_fn(), num_cycles=num_cycles)
-    seed_test(env_fn, num_cycles=num_cycles)
-    render_test(env_fn)
-
-
-def random_action(state: State, player: int, rng: np.random.Generator) -> int:
-    legal = np.flatnonzero(state.legal_mask(player))
-    assert legal.size > 0, f"player {player} must act but has no legal action"
-    return int(legal[rng.integers(legal.size)])
 
 
 def play_random(state: State, rng: np.random.Generator, max_steps: int = 100_000) -> int:
@@ -38,60 +34,6 @@ def play_random(state: State, rng: np.random.Generator, max_steps: int = 100_000
         steps += 1
         assert steps < max_steps, "game did not end"
     return steps
-
-
-def advance_random(state: State, rng: np.random.Generator, steps: int) -> None:
-    """Play ``steps`` random actions (or until the end)."""
-    for _ in range(steps):
-        if state.is_terminal():
-            return
-        p = state.current_players()[0]
-        state.apply_action(p, random_action(state, p, rng))
-
-
-def check_clone_and_dict_roundtrip(game: Game, seed: int, steps: int) -> None:
-    """After ``steps`` random moves, clone() and to_dict/from_dict continue bit-identically."""
-    rng = np.random.default_rng(seed)
-    state = game.new_initial_state(seed)
-    advance_random(state, rng, steps)
-    payload = json.loads(json.dumps(state.to_dict()))  # must be JSON-safe
-    copies = [state.clone(), game.state_from_dict(payload)]
-    trails = []
-    for s in [state, *copies]:
-        r = np.random.default_rng(seed + 1)
-        trail = []
-        while not s.is_terminal():
-            p = s.current_players()[0]
-            a = random_action(s, p, r)
-            trail.append((p, a, s.observation(p).tobytes()))
-            s.apply_action(p, a)
-        trail.append(tuple(s.returns(game.reward_modes[-1]).tolist()))
-        trails.append(trail)
-    assert trails[0] == trails[1], "clone() diverged from the original"
-    assert trails[0] == trails[2], "from_dict(to_dict()) diverged from the original"
-
-
-def check_resample_hidden(game: Game, seed: int, samples: int = 5, max_steps: int = 400) -> int:
-    """At every decision of a random game, each player's observation is identical in states
-    drawn by ``resample_hidden(player, ...)``, and so are its legal actions. Returns the
-    number of (state, player) pairs checked."""
-    rng = np.random.default_rng(seed)
-    state = game.new_initial_state(seed)
-    checked = 0
-    for _ in range(max_steps):
-        if state.is_terminal():
-            break
-        for p in range(game.num_players):
-            obs = state.observation(p)
-            mask = state.legal_mask(p)
-            for k in range(samples):
-                other = state.resample_hidden(p, np.random.default_rng(seed * 1000 + k))
-                assert np.array_equal(other.observation(p), obs), f"player {p}'s view changed"
-                assert np.array_equal(other.legal_mask(p), mask), f"player {p}'s mask changed"
-            checked += 1
-        p = state.current_players()[0]
-        state.apply_action(p, random_action(state, p, rng))
-    return checked
 
 
 def check_golden(name: str, text: str) -> None:

@@ -18,14 +18,13 @@ from pettingzoo.test import render_test
 from derby_envs.core import viewer
 from derby_envs.core.ansi import Palette, colour_supported, strip_ansi
 from derby_envs.core.render import render_rgb
-from derby_envs.registry import GAMES, available_games, make_game
+from derby_envs.registry import available_games, game_info, make_game
 
 GAMES_HERE = available_games()
-PLAYER_COUNTS = {"kentucky_derby": (3, 10), "derby": (3, 5), "demolition_derby": (2, 6)}
 
 
 def env_module(name: str):
-    return importlib.import_module(GAMES[name].module)
+    return game_info(name).entry_module()
 
 
 def picture_module(name: str):
@@ -53,7 +52,7 @@ def test_every_game_has_its_own_picture_with_the_documented_shape(game):
     module = picture_module(game)
     assert module is not None, f"{game} has no render.py: rgb_array falls back to text"
     assert module.SHAPE[2] == 3 and "SHAPE" in (module.__doc__ or "") + str(module.SHAPE)
-    lo, hi = PLAYER_COUNTS.get(game, make_game(game).player_range())
+    lo, hi = game_info(game).player_range
     for n in sorted({lo, hi}):
         g = make_game(game, num_players=n)
         state = g.new_initial_state(0)
@@ -76,7 +75,7 @@ def test_every_game_has_its_own_picture_with_the_documented_shape(game):
 def test_rgb_frame_changes_when_the_board_changes(game):
     """Every action that changes the spectator's text board changes the picture too, and
     rendering is a pure function of the state."""
-    g = make_game(game, num_players=PLAYER_COUNTS.get(game, (3,))[0])
+    g = make_game(game, num_players=game_info(game).player_range[0])
     state = g.new_initial_state(1)
     rng = np.random.default_rng(1)
     changed = 0
