@@ -66,6 +66,10 @@ def test_every_shipped_config_validates():
         ({"hint_features": "logits"}, r"config key 'hint_features': got 'logits', expected one of 'action', 'values'"),
         ({"ppo": {"residual_scale": 20}}, r"config key 'ppo\.residual_scale': a residual policy needs a hint agent"),
         ({"ppo": {"residual_scale": 0}}, r"config key 'ppo\.residual_scale': got 0"),
+        ({"logging": {"progress_bar": 1}}, r"config key 'logging\.progress_bar': got 1, expected true/false"),
+        ({"n_envs": 4.0}, r"config key 'n_envs': got 4\.0, expected an integer"),
+        ({"ppo": {"gamma": float("inf")}}, r"config key 'ppo\.gamma': got inf, expected a number in \[0, 1\] \(a finite value\)"),
+        ({"opponents": {"self_play": {"sampling": "newest"}}}, r"'opponents\.self_play\.sampling': got 'newest', expected one of 'uniform', 'recent'"),
     ],
 )  # fmt: skip
 def test_bad_config_names_the_key(raw, pattern):

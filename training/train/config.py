@@ -1,4 +1,4 @@
-# ruff: noqa: RUF009  (_f returns a dataclasses.field with documentation metadata)
+# ruff: noqa: RUF009  (schema_field returns a dataclasses.field with documentation metadata)
 """Training configuration: a validated schema of dataclasses, loaded from YAML.
 
 Every key of a config file is checked before any work starts: an unknown key is an error with a
@@ -30,14 +30,14 @@ from typing import Any, Literal
 import yaml
 
 from derby_envs.core.errors import InvalidParameterError
-from derby_envs.core.params import did_you_mean
+from derby_envs.core.params import Param, did_you_mean
 
 
 class ConfigError(InvalidParameterError):
     """A training config has an unknown key or a bad value (the message names the key)."""
 
 
-def _f(
+def schema_field(
     default: Any,
     doc: str,
     low: float | None = None,
@@ -61,141 +61,157 @@ MAX_SEED = 2**31 - 1
 class PPOConfig:
     """sb3-contrib MaskablePPO hyper-parameters (see its documentation)."""
 
-    learning_rate: float = _f(3e-4, "Adam step size", low=1e-8, high=1.0)
-    n_steps: int = _f(512, "steps per env per rollout (buffer = n_steps * n_envs)", low=2)
-    batch_size: int = _f(256, "minibatch size (<= n_steps * n_envs)", low=2)
-    n_epochs: int = _f(10, "optimisation passes per rollout", low=1, high=1000)
-    gamma: float = _f(0.99, "discount factor", low=0.0, high=1.0)
-    gae_lambda: float = _f(0.95, "GAE lambda", low=0.0, high=1.0)
-    clip_range: float = _f(0.2, "PPO clipping", low=1e-6, high=10.0)
-    ent_coef: float = _f(0.01, "entropy bonus", low=0.0, high=10.0)
-    vf_coef: float = _f(0.5, "value-loss weight", low=0.0, high=100.0)
-    max_grad_norm: float = _f(0.5, "gradient clipping", low=1e-6)
-    target_kl: float | None = _f(None, "early-stop an update past this KL (null = off)", low=1e-9)
-    net_arch: list[int] = _f(lambda: [64, 64], "hidden layer sizes (actor and critic)", low=1)
-    activation: Literal["tanh", "relu"] = _f("tanh", "hidden activation")
-    residual_scale: float | None = _f(
+    learning_rate: float = schema_field(3e-4, "Adam step size", low=1e-8, high=1.0)
+    n_steps: int = schema_field(512, "steps per env per rollout (buffer = n_steps * n_envs)", low=2)
+    batch_size: int = schema_field(256, "minibatch size (<= n_steps * n_envs)", low=2)
+    n_epochs: int = schema_field(10, "optimisation passes per rollout", low=1, high=1000)
+    gamma: float = schema_field(0.99, "discount factor", low=0.0, high=1.0)
+    gae_lambda: float = schema_field(0.95, "GAE lambda", low=0.0, high=1.0)
+    clip_range: float = schema_field(0.2, "PPO clipping", low=1e-6, high=10.0)
+    ent_coef: float = schema_field(0.01, "entropy bonus", low=0.0, high=10.0)
+    vf_coef: float = schema_field(0.5, "value-loss weight", low=0.0, high=100.0)
+    max_grad_norm: float = schema_field(0.5, "gradient clipping", low=1e-6)
+    target_kl: float | None = schema_field(
+        None, "early-stop an update past this KL (null = off)", low=1e-9
+    )
+    net_arch: list[int] = schema_field(
+        lambda: [64, 64], "hidden layer sizes (actor and critic)", low=1
+    )
+    activation: Literal["tanh", "relu"] = schema_field("tanh", "hidden activation")
+    residual_scale: float | None = schema_field(
         None,
         "residual policy on the hint's value features: their starting logit weight "
         "(null = plain MLP; needs hint_features: values)",
         low=1e-6,
         high=1e4,
     )
-    normalize_advantage: bool = _f(True, "normalise advantages per minibatch")
+    normalize_advantage: bool = schema_field(True, "normalise advantages per minibatch")
 
 
 @dataclass
 class PoolMemberConfig:
     """One fixed member of the opponent pool."""
 
-    agent: str = _f(
+    agent: str = schema_field(
         "random", "agent name (derby-envs list) or a PPO .zip checkpoint", required=True
     )
-    weight: float = _f(1.0, "relative sampling weight", low=0.0)
-    params: dict[str, Any] = _f(dict, "keyword options of the agent (e.g. search: {rollouts: 2})")
+    weight: float = schema_field(1.0, "relative sampling weight", low=0.0)
+    params: dict[str, Any] = schema_field(
+        dict, "keyword options of the agent (e.g. search: {rollouts: 2})"
+    )
 
 
 @dataclass
 class SelfPlayConfig:
     """Frozen snapshots of the learner added to the opponent pool."""
 
-    enabled: bool = _f(False, "add snapshots of the learner to the pool")
-    every: int = _f(100_000, "env steps between snapshots", low=1)
-    weight: float = _f(1.0, "total weight of all active snapshots together", low=0.0)
-    max_active: int = _f(5, "newest snapshots that can be drawn (older stay on disk)", low=1)
-    sampling: Literal["uniform", "recent"] = _f(
+    enabled: bool = schema_field(False, "add snapshots of the learner to the pool")
+    every: int = schema_field(100_000, "env steps between snapshots", low=1)
+    weight: float = schema_field(1.0, "total weight of all active snapshots together", low=0.0)
+    max_active: int = schema_field(
+        5, "newest snapshots that can be drawn (older stay on disk)", low=1
+    )
+    sampling: Literal["uniform", "recent"] = schema_field(
         "uniform", "split of the weight: equal, or proportional to recency rank"
     )
-    deterministic: bool = _f(False, "snapshots play their most probable action (else sample)")
+    deterministic: bool = schema_field(
+        False, "snapshots play their most probable action (else sample)"
+    )
 
 
 @dataclass
 class OpponentsConfig:
     """Who sits in the other seats."""
 
-    draw: Literal["per_seat", "per_episode"] = _f(
+    draw: Literal["per_seat", "per_episode"] = schema_field(
         "per_seat", "each opponent seat draws its own pool member per episode, or all share one"
     )
-    pool: list[PoolMemberConfig] = _f(
+    pool: list[PoolMemberConfig] = schema_field(
         lambda: [PoolMemberConfig()], "fixed members: list of {agent, weight, params}"
     )
-    self_play: SelfPlayConfig = _f(SelfPlayConfig, "self-play snapshots")
+    self_play: SelfPlayConfig = schema_field(SelfPlayConfig, "self-play snapshots")
 
 
 @dataclass
 class PretrainConfig:
     """Behaviour cloning before PPO: the learner imitates an agent playing its seat."""
 
-    agent: str | None = _f(None, "agent to imitate (null = no pretraining)")
-    steps: int = _f(20_000, "learner decisions of the agent to record", low=1)
-    epochs: int = _f(10, "passes over the recorded decisions", low=1, high=1000)
-    learning_rate: float = _f(1e-3, "Adam step size of the imitation", low=1e-8, high=1.0)
+    agent: str | None = schema_field(None, "agent to imitate (null = no pretraining)")
+    steps: int = schema_field(20_000, "learner decisions of the agent to record", low=1)
+    epochs: int = schema_field(10, "passes over the recorded decisions", low=1, high=1000)
+    learning_rate: float = schema_field(1e-3, "Adam step size of the imitation", low=1e-8, high=1.0)
 
 
 @dataclass
 class CheckpointConfig:
-    every: int = _f(50_000, "env steps between checkpoints", low=1)
-    keep: int = _f(3, "newest checkpoints kept on disk (snapshots are kept apart)", low=1)
+    every: int = schema_field(50_000, "env steps between checkpoints", low=1)
+    keep: int = schema_field(3, "newest checkpoints kept on disk (snapshots are kept apart)", low=1)
 
 
 @dataclass
 class EvaluationConfig:
     """Periodic seat-rotated tournaments of the learner (deterministic) against fields."""
 
-    every: int = _f(50_000, "env steps between evaluations (0 = only at the end)", low=0)
-    deals: int = _f(30, "deal seeds per periodic evaluation", low=1)
-    final_deals: int = _f(100, "deal seeds of the evaluation at the end (0 = none)", low=0)
-    fields: list[str] = _f(
+    every: int = schema_field(50_000, "env steps between evaluations (0 = only at the end)", low=0)
+    deals: int = schema_field(30, "deal seeds per periodic evaluation", low=1)
+    final_deals: int = schema_field(
+        100, "deal seeds of the evaluation at the end (0 = none)", low=0
+    )
+    fields: list[str] = schema_field(
         lambda: ["random"], "agents filling all other seats, one tournament per field"
     )
-    seed: int = _f(
+    seed: int = schema_field(
         1_000, "tournament seed (its deals are disjoint from training's)", low=0, high=MAX_SEED
     )
 
 
 @dataclass
 class LoggingConfig:
-    tensorboard: bool = _f(True, "TensorBoard logs in <run_dir>/tb")
-    progress_bar: bool = _f(True, "progress bar on stderr")
-    verbose: int = _f(0, "sb3 verbosity (0, 1 or 2)", low=0, high=2)
+    tensorboard: bool = schema_field(True, "TensorBoard logs in <run_dir>/tb")
+    progress_bar: bool = schema_field(True, "progress bar on stderr")
+    verbose: int = schema_field(0, "sb3 verbosity (0, 1 or 2)", low=0, high=2)
 
 
 @dataclass
 class TrainConfig:
     """A training run."""
 
-    game: str = _f("kentucky_derby", "game name (derby-envs list)")
-    game_params: dict[str, Any] = _f(dict, "the game's parameters, e.g. {num_players: 5}")
-    name: str | None = _f(None, "run name (default: <game>_<n>p)")
-    run_dir: str | None = _f(None, "output directory (default: runs/<name>)")
-    seed: int = _f(0, "seed of everything (torch, numpy, envs, opponents)", low=0, high=MAX_SEED)
-    total_timesteps: int = _f(200_000, "env steps of the learner in all", low=1)
-    n_envs: int = _f(4, "parallel environments", low=1, high=256)
-    vec_env: Literal["dummy", "subproc"] = _f(
+    game: str = schema_field("kentucky_derby", "game name (derby-envs list)")
+    game_params: dict[str, Any] = schema_field(dict, "the game's parameters, e.g. {num_players: 5}")
+    name: str | None = schema_field(None, "run name (default: <game>_<n>p)")
+    run_dir: str | None = schema_field(None, "output directory (default: runs/<name>)")
+    seed: int = schema_field(
+        0, "seed of everything (torch, numpy, envs, opponents)", low=0, high=MAX_SEED
+    )
+    total_timesteps: int = schema_field(200_000, "env steps of the learner in all", low=1)
+    n_envs: int = schema_field(4, "parallel environments", low=1, high=256)
+    vec_env: Literal["dummy", "subproc"] = schema_field(
         "dummy", "DummyVecEnv (one process) or SubprocVecEnv (one process per env)"
     )
-    torch_threads: int = _f(1, "torch threads of the trainer process", low=1, high=64)
-    reward_mode: str | None = _f(
+    torch_threads: int = schema_field(1, "torch threads of the trainer process", low=1, high=64)
+    reward_mode: str | None = schema_field(
         None, "learner's reward (a reward mode of the game; null = its first)"
     )
-    hint: str | None = _f(
+    hint: str | None = schema_field(
         None,
         "agent whose choice is appended to the learner's observation (one-hot; null = none)",
     )
-    hint_features: Literal["action", "values"] = _f(
+    hint_features: Literal["action", "values"] = schema_field(
         "action",
         "what of the hint agent is appended: the one-hot of its choice, or its value of every "
         "action (agents with action_values, e.g. the Derby heuristics)",
     )
-    learner_seat: int | None = _f(
+    learner_seat: int | None = schema_field(
         None, "fixed learner seat (null = random seat every episode)", low=0
     )
-    ppo: PPOConfig = _f(PPOConfig, "MaskablePPO hyper-parameters")
-    opponents: OpponentsConfig = _f(OpponentsConfig, "opponent pool and self-play")
-    pretrain: PretrainConfig = _f(PretrainConfig, "behaviour-cloning warm start (new runs)")
-    checkpoint: CheckpointConfig = _f(CheckpointConfig, "periodic checkpoints")
-    evaluation: EvaluationConfig = _f(EvaluationConfig, "periodic evaluation")
-    logging: LoggingConfig = _f(LoggingConfig, "logs and progress")
+    ppo: PPOConfig = schema_field(PPOConfig, "MaskablePPO hyper-parameters")
+    opponents: OpponentsConfig = schema_field(OpponentsConfig, "opponent pool and self-play")
+    pretrain: PretrainConfig = schema_field(
+        PretrainConfig, "behaviour-cloning warm start (new runs)"
+    )
+    checkpoint: CheckpointConfig = schema_field(CheckpointConfig, "periodic checkpoints")
+    evaluation: EvaluationConfig = schema_field(EvaluationConfig, "periodic evaluation")
+    logging: LoggingConfig = schema_field(LoggingConfig, "logs and progress")
 
     # ----- derived --------------------------------------------------------------------
     @property
@@ -278,12 +294,14 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
 
 def config_from_dict(raw: dict[str, Any]) -> TrainConfig:
     """Build and fully validate a TrainConfig (schema, then game-aware cross-checks)."""
-    cfg = _build(TrainConfig, raw, "")
-    _cross_check(cfg)
+    cfg = build_section(TrainConfig, raw, "")
+    cross_check(cfg)
     return cfg
 
 
-def _build(cls: type, raw: Any, prefix: str) -> Any:
+def build_section(cls: type, raw: Any, prefix: str) -> Any:
+    """A schema dataclass from the mapping ``raw`` (keys shown with ``prefix``): unknown keys
+    (with a did-you-mean), required keys and every value checked."""
     where = prefix.rstrip(".") or "the top level"
     if not isinstance(raw, dict):
         raise ConfigError(f"config key {where!r}: expected a mapping, got {raw!r}")
@@ -338,71 +356,79 @@ def _describe_type(tp: Any, meta: Any) -> str:
     return _NAMES.get(tp, str(tp)) + ("" if tp in (bool, str) else _bounds(meta))
 
 
+def _bad(tp: Any, given: Any, key: str, meta: Any, extra: str = "") -> ConfigError:
+    """The error for a bad value: the dotted key, what the user wrote, what is allowed."""
+    return ConfigError(
+        f"config key {key!r}: got {given!r}, expected {_describe_type(tp, meta)}" + extra
+    )
+
+
 def _convert(tp: Any, value: Any, key: str, meta: Any) -> Any:
-    given = value  # error messages show what the user wrote, not a converted value
-
-    def bad(extra: str = "") -> ConfigError:
-        return ConfigError(
-            f"config key {key!r}: got {given!r}, expected {_describe_type(tp, meta)}" + extra
-        )
-
+    """``value`` checked against the field type ``tp`` (sections, lists and optional values
+    here; scalars by :func:`_scalar`)."""
     origin = typing.get_origin(tp)
-    if origin in (types.UnionType, typing.Union):
-        args = typing.get_args(tp)
+    if origin in (types.UnionType, typing.Union):  # ``X | None``
         if value is None:
-            if type(None) in args:
-                return None
-            raise bad()
-        inner = [a for a in args if a is not type(None)]
+            return None
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
         return _convert(inner[0], value, key, meta)
-    if origin is Literal:
-        if value not in typing.get_args(tp):
-            raise bad()
-        return value
     if origin is list:
         if not isinstance(value, list):
-            raise bad()
+            raise _bad(tp, value, key, meta)
         (item_tp,) = typing.get_args(tp)
         if dataclasses.is_dataclass(item_tp):
-            return [_build(item_tp, v, f"{key}[{i}].") for i, v in enumerate(value)]
+            return [build_section(item_tp, v, f"{key}[{i}].") for i, v in enumerate(value)]
         return [_convert(item_tp, v, f"{key}[{i}]", meta) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
-            raise bad()
+            raise _bad(tp, value, key, meta)
         return dict(value)
     if dataclasses.is_dataclass(tp):
-        return _build(tp, value, key + ".")
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise bad()
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad()
-    elif tp is float:
-        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                raise bad() from None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-            raise bad()
-        value = float(value)
-        if not math.isfinite(value):  # .inf passes the bounds and breaks sampling later
-            raise bad(" (a finite value)")
-    elif tp is str:
-        if not isinstance(value, str):
-            raise bad()
-        return value
-    lo, hi = meta.get("low"), meta.get("high")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise bad()
-    return value
+        return build_section(tp, value, key + ".")
+    return _scalar(tp, value, key, meta)
 
 
-def _cross_check(cfg: TrainConfig) -> None:
-    """Checks that need the game: parameters, reward mode, seats, agent names, sizes."""
+def _param(tp: Any, key: str, meta: Any) -> Param:
+    """The :class:`derby_envs.core.params.Param` a scalar field declares (kind, bounds,
+    choices): the games' parameter validation checks config values too."""
+    if typing.get_origin(tp) is Literal:
+        choices = typing.get_args(tp)
+        return Param(key, None, type(choices[0]), meta.get("doc", ""), choices=choices)
+    return Param(key, None, tp, meta.get("doc", ""), low=meta.get("low"), high=meta.get("high"))
+
+
+def _scalar(tp: Any, value: Any, key: str, meta: Any) -> Any:
+    given = value  # error messages show what the user wrote, not a converted value
+    if tp is float and isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+        try:
+            value = float(value)
+        except ValueError:
+            raise _bad(tp, given, key, meta) from None
+    # Stricter than game parameters: a config's ``true`` is no 1, its ``4.0`` no integer.
+    if (tp is bool and not isinstance(value, bool)) or (tp is int and not isinstance(value, int)):
+        raise _bad(tp, given, key, meta)
+    try:
+        return _param(tp, key, meta).validate(value)
+    except InvalidParameterError:
+        infinite = isinstance(value, float) and not math.isfinite(value) and value == value
+        # .inf passes the bounds and breaks sampling later
+        raise _bad(tp, given, key, meta, " (a finite value)" if infinite else "") from None
+
+
+# ----- game-aware checks --------------------------------------------------------------------
+def cross_check(cfg: TrainConfig) -> None:
+    """Checks that need the game: parameters, reward mode, seats, agent names, sizes (one
+    named check each, in :data:`CROSS_CHECKS`)."""
     from agents.registry import policy_names
+
+    game = _check_game(cfg)
+    names = policy_names(cfg.game)
+    for check in CROSS_CHECKS:
+        check(cfg, game, names)
+
+
+def _check_game(cfg: TrainConfig) -> Any:
+    """The config's game, built with its parameters."""
     from derby_envs.registry import available_games
 
     games = available_games()
@@ -412,55 +438,70 @@ def _cross_check(cfg: TrainConfig) -> None:
             f"config key 'game': unknown game {cfg.game!r}{hint}; available: {', '.join(games)}"
         )
     try:
-        game = cfg.make_game()
+        return cfg.make_game()
     except InvalidParameterError as exc:
         raise ConfigError(f"config key 'game_params': {exc}") from None
-    n = game.num_players
+
+
+def check_agent(spec: str, key: str, game: Any, names: list[str]) -> None:
+    """``spec`` is an agent of the game or a readable PPO checkpoint of it."""
+    if spec.endswith(".zip"):
+        if not Path(spec).is_file():
+            raise ConfigError(f"config key {key!r}: no such checkpoint file {spec!r}")
+        from agents.ppo import CheckpointError, PPOPolicy
+
+        try:  # the safe loader: a bad or foreign checkpoint fails here, before any work
+            PPOPolicy.load(spec, game)
+        except CheckpointError as exc:
+            raise ConfigError(f"config key {key!r}: {exc}") from None
+        return
+    if spec not in names:
+        hint = did_you_mean(spec, names)
+        raise ConfigError(
+            f"config key {key!r}: unknown agent {spec!r} for {game.name}{hint}; "
+            f"available: {', '.join(names)} or a PPO .zip checkpoint"
+        )
+
+
+def check_reward_mode(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     if cfg.reward_mode is not None and cfg.reward_mode not in game.reward_modes:
         raise ConfigError(
             f"config key 'reward_mode': got {cfg.reward_mode!r}, expected one of "
             + ", ".join(repr(m) for m in game.reward_modes)
             + f" (the reward modes of {cfg.game})"
         )
+
+
+def check_learner_seat(cfg: TrainConfig, game: Any, names: list[str]) -> None:
+    n = game.num_players
     if cfg.learner_seat is not None and cfg.learner_seat >= n:
         raise ConfigError(
             f"config key 'learner_seat': got {cfg.learner_seat}, expected null or an integer "
             f"in [0, {n - 1}] ({n} players)"
         )
+
+
+def check_batch_size(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     buffer = cfg.ppo.n_steps * cfg.n_envs
     if cfg.ppo.batch_size > buffer:
         raise ConfigError(
             f"config key 'ppo.batch_size': got {cfg.ppo.batch_size}, expected at most "
             f"ppo.n_steps * n_envs = {buffer}"
         )
-    names = policy_names(cfg.game)
 
-    def check_agent(spec: str, key: str) -> None:
-        if spec.endswith(".zip"):
-            if not Path(spec).is_file():
-                raise ConfigError(f"config key {key!r}: no such checkpoint file {spec!r}")
-            from agents.ppo import CheckpointError, PPOPolicy
 
-            try:  # the safe loader: a bad or foreign checkpoint fails here, before any work
-                PPOPolicy.load(spec, game)
-            except CheckpointError as exc:
-                raise ConfigError(f"config key {key!r}: {exc}") from None
-            return
-        if spec not in names:
-            hint = did_you_mean(spec, names)
-            raise ConfigError(
-                f"config key {key!r}: unknown agent {spec!r} for {cfg.game}{hint}; "
-                f"available: {', '.join(names)} or a PPO .zip checkpoint"
-            )
-
-    if cfg.hint is not None:
-        if cfg.hint.endswith(".zip") or cfg.hint not in names or cfg.hint == "random":
-            hint = did_you_mean(cfg.hint, names)
-            raise ConfigError(
-                f"config key 'hint': got {cfg.hint!r}{hint}, expected null or an agent of "
-                f"{cfg.game}: {', '.join(n for n in names if n != 'random')}"
-            )
-    if cfg.hint_features == "values" and cfg.hint is not None:
+def check_hint(cfg: TrainConfig, game: Any, names: list[str]) -> None:
+    """A hint agent is a named agent of the game (not random, not a checkpoint); with
+    ``hint_features: values`` it must give action values."""
+    if cfg.hint is None:
+        return
+    if cfg.hint.endswith(".zip") or cfg.hint not in names or cfg.hint == "random":
+        hint = did_you_mean(cfg.hint, names)
+        raise ConfigError(
+            f"config key 'hint': got {cfg.hint!r}{hint}, expected null or an agent of "
+            f"{cfg.game}: {', '.join(n for n in names if n != 'random')}"
+        )
+    if cfg.hint_features == "values":
         from agents.registry import make_policy
 
         if not hasattr(make_policy(cfg.hint, game), "action_values"):
@@ -468,51 +509,89 @@ def _cross_check(cfg: TrainConfig) -> None:
                 f"config key 'hint_features': {cfg.hint!r} gives no action values; use "
                 "hint_features: action, or a hint agent with action_values()"
             )
+
+
+def check_residual_scale(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     if cfg.ppo.residual_scale is not None and (cfg.hint is None or cfg.hint_features != "values"):
         raise ConfigError(
             "config key 'ppo.residual_scale': a residual policy needs a hint agent with "
             "hint_features: values (or set residual_scale: null)"
         )
-    if cfg.pretrain.agent is not None:
-        if cfg.pretrain.agent.endswith(".zip"):
-            check_agent(cfg.pretrain.agent, "pretrain.agent")
-        elif cfg.pretrain.agent not in names or cfg.pretrain.agent == "random":
-            hint = did_you_mean(cfg.pretrain.agent, names)
-            raise ConfigError(
-                f"config key 'pretrain.agent': got {cfg.pretrain.agent!r}{hint}, expected null, "
-                f"a PPO .zip or an agent of {cfg.game}: "
-                + ", ".join(n for n in names if n != "random")
-            )
+
+
+def check_pretrain_agent(cfg: TrainConfig, game: Any, names: list[str]) -> None:
+    agent = cfg.pretrain.agent
+    if agent is None:
+        return
+    if agent.endswith(".zip"):
+        check_agent(agent, "pretrain.agent", game, names)
+    elif agent not in names or agent == "random":
+        hint = did_you_mean(agent, names)
+        raise ConfigError(
+            f"config key 'pretrain.agent': got {agent!r}{hint}, expected null, "
+            f"a PPO .zip or an agent of {cfg.game}: " + ", ".join(n for n in names if n != "random")
+        )
+
+
+def check_pool(cfg: TrainConfig, game: Any, names: list[str]) -> None:
+    """At least one fixed member, each a known agent with options it accepts, weights not
+    all 0."""
     pool = cfg.opponents.pool
     if not pool:
         raise ConfigError("config key 'opponents.pool': expected at least one member")
     for i, member in enumerate(pool):
-        check_agent(member.agent, f"opponents.pool[{i}].agent")
-        if member.params and member.agent.endswith(".zip"):
-            raise ConfigError(
-                f"config key 'opponents.pool[{i}].params': a PPO checkpoint takes no params"
-            )
+        check_agent(member.agent, f"opponents.pool[{i}].agent", game, names)
         if member.params:
-            from agents.registry import make_policy
-
-            try:
-                make_policy(member.agent, game, **member.params)
-            except (TypeError, InvalidParameterError) as exc:
-                raise ConfigError(f"config key 'opponents.pool[{i}].params': {exc}") from None
+            _check_member_params(member, f"opponents.pool[{i}].params", game)
     if sum(m.weight for m in pool) <= 0:
         raise ConfigError("config key 'opponents.pool': the weights must not all be 0")
+
+
+def _check_member_params(member: PoolMemberConfig, key: str, game: Any) -> None:
+    if member.agent.endswith(".zip"):
+        raise ConfigError(f"config key {key!r}: a PPO checkpoint takes no params")
+    from agents.registry import make_policy
+
+    try:
+        make_policy(member.agent, game, **member.params)
+    except (TypeError, InvalidParameterError) as exc:
+        raise ConfigError(f"config key {key!r}: {exc}") from None
+
+
+def check_self_play(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     if cfg.opponents.self_play.enabled and cfg.opponents.self_play.weight <= 0:
         raise ConfigError(
             "config key 'opponents.self_play.weight': must be > 0 when self-play is enabled"
         )
+
+
+def check_evaluation_fields(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     if not cfg.evaluation.fields:
         raise ConfigError("config key 'evaluation.fields': expected at least one agent")
     for i, spec in enumerate(cfg.evaluation.fields):
-        check_agent(spec, f"evaluation.fields[{i}]")
+        check_agent(spec, f"evaluation.fields[{i}]", game, names)
+
+
+def check_name(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     if cfg.name is not None and (not cfg.name or "/" in cfg.name or cfg.name.startswith(".")):
         raise ConfigError(
             f"config key 'name': got {cfg.name!r}, expected a plain directory name (no '/')"
         )
+
+
+#: The game-aware checks, in the order they run (the first failing one is reported).
+CROSS_CHECKS = (
+    check_reward_mode,
+    check_learner_seat,
+    check_batch_size,
+    check_hint,
+    check_residual_scale,
+    check_pretrain_agent,
+    check_pool,
+    check_self_play,
+    check_evaluation_fields,
+    check_name,
+)
 
 
 def flatten_config(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -1,4 +1,4 @@
-# ruff: noqa: RUF009  (_f returns a dataclasses.field with documentation metadata)
+# ruff: noqa: RUF009  (schema_field returns a dataclasses.field with documentation metadata)
 """The ``backend: rllib`` training config: multi-agent PPO on Ray RLlib (new API stack).
 
 Same loading and validation as the MaskablePPO configs (:mod:`training.train.config`): every key is
@@ -33,10 +33,10 @@ from training.train.config import (
     LoggingConfig,
     OpponentsConfig,
     TrainConfig,
-    _build,
-    _cross_check,
-    _f,
     apply_overrides,
+    build_section,
+    cross_check,
+    schema_field,
 )
 
 
@@ -44,75 +44,83 @@ from training.train.config import (
 class RLlibSection:
     """Ray and RLlib settings (PPO on RLlib's new API stack, action masking)."""
 
-    address: str | None = _f(
+    address: str | None = schema_field(
         None,
         "Ray cluster to join (e.g. 'auto' or 'ray://host:10001'); null = $RAY_ADDRESS if set, "
         "else a local Ray started on this machine",
     )
-    runtime_env: dict[str, Any] = _f(
+    runtime_env: dict[str, Any] = schema_field(
         dict,
         "Ray runtime_env for a cluster's workers, e.g. {pip: ['derby-envs[train]']} or "
         "{working_dir: .} ({} = the suite is installed on every node)",
     )
-    num_cpus: int | None = _f(
+    num_cpus: int | None = schema_field(
         None, "CPUs of the local Ray (null = all of this machine; ignored on a cluster)", low=1
     )
-    num_env_runners: int = _f(
+    num_env_runners: int = schema_field(
         1, "sampling actors (0 = sample in the driver process)", low=0, high=4096
     )
-    num_envs_per_env_runner: int = _f(
+    num_envs_per_env_runner: int = schema_field(
         4,
         "envs stepped together by each runner (one batched forward pass for all: RLlib's "
         "per-step overhead is shared)",
         low=1,
         high=256,
     )
-    num_cpus_per_env_runner: float = _f(1.0, "CPUs Ray reserves per runner", low=0.0, high=64.0)
-    num_learners: int = _f(
+    num_cpus_per_env_runner: float = schema_field(
+        1.0, "CPUs Ray reserves per runner", low=0.0, high=64.0
+    )
+    num_learners: int = schema_field(
         0, "learner actors (0 = learn in the driver; >1 = data-parallel learners)", low=0
     )
-    learner_seats: int | None = _f(
+    learner_seats: int | None = schema_field(
         1,
         "seats the shared learner policy plays in each game (drawn anew every episode; the "
         "opponent pool fills the rest); null = every seat (pure self-play, no pool)",
         low=1,
     )
-    train_batch_size: int = _f(
+    train_batch_size: int = schema_field(
         2048, "env steps per learner per training iteration (train_batch_size_per_learner)", low=2
     )
-    minibatch_size: int = _f(256, "SGD minibatch (<= train_batch_size)", low=2)
-    num_epochs: int = _f(5, "passes over each training batch", low=1, high=1000)
-    lr: float = _f(3e-4, "Adam step size", low=1e-8, high=1.0)
-    gamma: float = _f(0.99, "discount factor", low=0.0, high=1.0)
-    gae_lambda: float = _f(0.95, "GAE lambda", low=0.0, high=1.0)
-    clip_param: float = _f(0.2, "PPO clipping", low=1e-6, high=10.0)
-    entropy_coeff: float = _f(0.01, "entropy bonus", low=0.0, high=10.0)
-    vf_loss_coeff: float = _f(0.5, "value-loss weight", low=0.0, high=100.0)
-    grad_clip: float | None = _f(0.5, "gradient-norm clipping (null = off)", low=1e-6)
-    hiddens: list[int] = _f(lambda: [64, 64], "hidden layer sizes (actor and critic)", low=1)
-    activation: Literal["tanh", "relu"] = _f("tanh", "hidden activation")
-    torch_threads: int = _f(1, "torch threads of the driver / learner", low=1, high=64)
+    minibatch_size: int = schema_field(256, "SGD minibatch (<= train_batch_size)", low=2)
+    num_epochs: int = schema_field(5, "passes over each training batch", low=1, high=1000)
+    lr: float = schema_field(3e-4, "Adam step size", low=1e-8, high=1.0)
+    gamma: float = schema_field(0.99, "discount factor", low=0.0, high=1.0)
+    gae_lambda: float = schema_field(0.95, "GAE lambda", low=0.0, high=1.0)
+    clip_param: float = schema_field(0.2, "PPO clipping", low=1e-6, high=10.0)
+    entropy_coeff: float = schema_field(0.01, "entropy bonus", low=0.0, high=10.0)
+    vf_loss_coeff: float = schema_field(0.5, "value-loss weight", low=0.0, high=100.0)
+    grad_clip: float | None = schema_field(0.5, "gradient-norm clipping (null = off)", low=1e-6)
+    hiddens: list[int] = schema_field(
+        lambda: [64, 64], "hidden layer sizes (actor and critic)", low=1
+    )
+    activation: Literal["tanh", "relu"] = schema_field("tanh", "hidden activation")
+    torch_threads: int = schema_field(1, "torch threads of the driver / learner", low=1, high=64)
 
 
 @dataclass
 class RLlibTrainConfig:
     """A training run on Ray RLlib."""
 
-    backend: Literal["rllib"] = _f("rllib", "training backend: rllib", required=True)
-    game: str = _f("kentucky_derby", "game name (derby-envs list)")
-    game_params: dict[str, Any] = _f(dict, "the game's parameters, e.g. {num_players: 5}")
-    name: str | None = _f(None, "run name (default: <game>_<n>p_rllib)")
-    run_dir: str | None = _f(None, "output directory (default: runs/<name>)")
-    seed: int = _f(0, "seed of everything (torch, numpy, envs, opponents)", low=0, high=MAX_SEED)
-    total_timesteps: int = _f(200_000, "env steps sampled in all (all runners together)", low=1)
-    reward_mode: str | None = _f(
+    backend: Literal["rllib"] = schema_field("rllib", "training backend: rllib", required=True)
+    game: str = schema_field("kentucky_derby", "game name (derby-envs list)")
+    game_params: dict[str, Any] = schema_field(dict, "the game's parameters, e.g. {num_players: 5}")
+    name: str | None = schema_field(None, "run name (default: <game>_<n>p_rllib)")
+    run_dir: str | None = schema_field(None, "output directory (default: runs/<name>)")
+    seed: int = schema_field(
+        0, "seed of everything (torch, numpy, envs, opponents)", low=0, high=MAX_SEED
+    )
+    total_timesteps: int = schema_field(
+        200_000, "env steps sampled in all (all runners together)", low=1
+    )
+    reward_mode: str | None = schema_field(
         None, "learner's reward (a reward mode of the game; null = its first)"
     )
-    opponents: OpponentsConfig = _f(OpponentsConfig, "opponent pool and self-play")
-    checkpoint: CheckpointConfig = _f(CheckpointConfig, "periodic checkpoints")
-    evaluation: EvaluationConfig = _f(EvaluationConfig, "periodic evaluation")
-    logging: LoggingConfig = _f(LoggingConfig, "logs and progress")
-    rllib: RLlibSection = _f(RLlibSection, "Ray / RLlib settings")
+    opponents: OpponentsConfig = schema_field(OpponentsConfig, "opponent pool and self-play")
+    checkpoint: CheckpointConfig = schema_field(CheckpointConfig, "periodic checkpoints")
+    evaluation: EvaluationConfig = schema_field(EvaluationConfig, "periodic evaluation")
+    logging: LoggingConfig = schema_field(LoggingConfig, "logs and progress")
+    rllib: RLlibSection = schema_field(RLlibSection, "Ray / RLlib settings")
 
     # ----- derived --------------------------------------------------------------------
     def make_game(self):
@@ -183,7 +191,7 @@ def rllib_config_from_dict(raw: dict[str, Any]) -> RLlibTrainConfig:
             f"config key 'backend': got {raw.get('backend')!r}, expected 'rllib' (configs "
             "without a backend key train MaskablePPO: see docs/training.md)"
         )
-    cfg = _build(RLlibTrainConfig, raw, "")
+    cfg = build_section(RLlibTrainConfig, raw, "")
     # The game-aware checks of the MaskablePPO configs, on the sections both share.
     shared = TrainConfig(
         game=cfg.game,
@@ -193,7 +201,7 @@ def rllib_config_from_dict(raw: dict[str, Any]) -> RLlibTrainConfig:
         opponents=cfg.opponents,
         evaluation=cfg.evaluation,
     )
-    _cross_check(shared)
+    cross_check(shared)
     n = cfg.num_players
     r = cfg.rllib
     if r.learner_seats is not None and r.learner_seats > n - 1:
