@@ -380,9 +380,9 @@ def test_faq_three_horses_tied_for_fourth_leave_no_fifth_or_sixth():
     s = load(g, d)
     s.apply_action(3, OPEN1)
     assert s.is_terminal()  # exchange colours 0,1,2 all finished: the game ends at once
-    assert s.places() == [1, 2, 3, 4, 7, 4, 4, 9, 8]
+    assert s.horse_places() == [1, 2, 3, 4, 7, 4, 4, 9, 8]
     scores = s.returns("score")
-    places = s.places()
+    places = s.horse_places()
     # worked by hand: 3 + 3 + 5, horse 3's "4th or better" pays 6 at its shared 4th place,
     # then 2 + 6; horse 4's "6th or better" pays nothing at 7th
     assert scores[0] == 25
@@ -402,7 +402,7 @@ def test_faq_fifth_or_better_is_fulfilled_by_third():
     give_ticket(d, 2, 1 * K + 0)  # horse 1 is 1st, threshold 1
     s = load(g, d)
     assert g.threshold[2 * K + 4] == 5 and g.profit[2 * K + 4] == 5
-    places = s.places()
+    places = s.horse_places()
     assert places[2] == 3
     sc = s.scores()
     for q, t in ((0, 2 * K + 4), (1, 0 * K + 1), (2, 1 * K + 0)):

@@ -9,11 +9,12 @@ import pytest
 
 from derby_envs.core.layout import Entry, Layout, eval_size, markdown_table_after
 from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
+from derby_envs.games.derby.engine import DerbyGame
 from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 # add a game here when it declares ``observation_layout`` (Demolition Derby: when adopted)
-GAMES = [KentuckyDerbyGame, DemolitionDerbyGame]
+GAMES = [KentuckyDerbyGame, DerbyGame, DemolitionDerbyGame]
 
 
 @pytest.mark.parametrize("cls", GAMES, ids=lambda c: c.name)

@@ -24,8 +24,8 @@ from derby_envs.games.derby.engine import (
     NUM_HORSES,
     OVER,
     DerbyState,
-    _ordinal,
 )
+from derby_envs.games.derby.text import ordinal
 
 WIDTH, HEIGHT = 960, 540
 SHAPE = (HEIGHT, WIDTH, 3)
@@ -111,7 +111,7 @@ def _ticket(draw, x: int, y: int, state: DerbyState, ticket: int, pays: bool | N
     if pays is False:  # would not pay now: dimmed
         rgb = tuple(int(v * 0.45 + 60) for v in rgb)
     draw.rounded_rectangle((x, y, x + w, y + h), radius=4, fill=rgb, outline=d.INK)
-    text = f"{_ordinal(g.threshold[ticket])}+{g.profit[ticket]}"
+    text = f"{ordinal(g.threshold[ticket])}+{g.profit[ticket]}"
     draw.text((x + w / 2, y + h / 2), text, font=d.font(11, True), fill=_ink_on(rgb), anchor="mm")
 
 
@@ -124,7 +124,7 @@ def render_rgb(state: DerbyState) -> np.ndarray:
     L = g.params["track_length"]
     img = Image.new("RGB", (WIDTH, HEIGHT), d.FELT)
     draw = ImageDraw.Draw(img)
-    places = state.places()
+    places = state.horse_places()
     over = state.phase == OVER
 
     # ----- title ----------------------------------------------------------------------
@@ -174,7 +174,7 @@ def render_rgb(state: DerbyState) -> np.ndarray:
             draw.ellipse((x - 14, cy - 14, x + 14, cy + 14), outline=d.HIGHLIGHT, width=2)
         draw.text((x, cy), str(state.pos[h]), font=d.font(9, True), fill=_ink_on(rgb), anchor="mm")
         if state.place[h] or over:
-            label = _ordinal(state.place[h] or places[h])
+            label = ordinal(state.place[h] or places[h])
             draw.text(
                 (TRACK_X1 + 17, cy),
                 label,
