@@ -102,3 +102,31 @@ def test_a_doctored_save_is_refused_by_the_named_checks():
     data["state"]["hands"][0][0] = (data["state"]["hands"][0][0] + 1) % 6
     with pytest.raises(StateFormatError, match="cards are not the deck's"):
         g.state_from_dict(data)
+
+
+# ----- docs/architecture.md stays true ------------------------------------------------------
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def test_architecture_page_names_only_real_places_and_names():
+    import re
+
+    import derby_envs.core.info as info
+    import derby_envs.registry as reg
+    import derby_envs.test as suite
+
+    text = ARCHITECTURE.read_text()
+    assert "```" in text and "## Adding a game" in text and "## Where each concern lives" in text
+    paths = set(re.findall(r"`((?:derby_envs|tests|agents|training|docs|configs)/[^`]*)`", text))
+    paths |= {f"derby_envs/{p}" for p in re.findall(r"`((?:core|games)/[^`]*)`", text)}
+    assert len(paths) > 10
+    games = ("kentucky_derby", "derby", "demolition_derby")
+    for path in paths:  # a per-game place exists for some game ("observer.py (or engine)")
+        found = [g for g in games if (ROOT / path.replace("<game>", g)).exists()]
+        assert found, f"docs/architecture.md names {path}, which does not exist"
+    for name in ("run_suite", "pettingzoo_battery", "gymnasium_battery", "engine_battery"):
+        assert hasattr(suite, name) and f"`{name}`" in text
+    assert hasattr(reg, "GAME_PACKAGES") and hasattr(reg, "register_game")
+    assert hasattr(info, "GameInfo") and hasattr(info, "SmokeRun")
+    assert "docs/architecture.md" in (ROOT / "README.md").read_text()
+    assert "docs/architecture.md" in (ROOT / "DEVELOPERS.md").read_text()
