@@ -282,17 +282,8 @@ def run_tournament(
     arrangement only, and results are gathered in the serial order, so the result is the same
     as with one worker. Worth it for search agents, whose games take seconds.
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise InvalidParameterError(
-            f"parameter 'workers': got {workers!r}, expected an integer >= 1"
-        )
+    _check_tournament(game, lineup, deals, workers)
     n = game.num_players
-    if len(lineup) != n:
-        raise InvalidParameterError(
-            f"lineup has {len(lineup)} agents but the game has {n} seats; give one agent per seat"
-        )
-    if deals < 1:
-        raise InvalidParameterError(f"parameter 'deals': got {deals!r}, expected an integer >= 1")
     policies = dict(policies or {})
     for label in lineup:
         if label not in policies:
@@ -319,18 +310,7 @@ def run_tournament(
             labels = [lineup[i] for i in perm]
             agent_seed = (deal_seed, a_idx)
             res = next(results)
-            k = len(res["winners"])
-            for seat, label in enumerate(labels):
-                st = stats[label]
-                st.games += 1
-                st.wins += (1.0 / k) if seat in res["winners"] else 0.0
-                score = float(res["scores"][seat])
-                st.score_sum += score
-                st.ranks.append(res["ranks"][seat])
-                mine[label].append(score)
-                for other in stats:
-                    if other != label:
-                        others[other].append(score)
+            _count_game(stats, labels, res, mine, others)
             _rate(model, ratings, labels, res["ranks"])
             if on_game is not None:
                 on_game(
@@ -368,6 +348,43 @@ def run_tournament(
         seconds=time.perf_counter() - t0,
         rows=rows,
     )
+
+
+def _check_tournament(game: Game, lineup: Sequence[str], deals: int, workers: int) -> None:
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidParameterError(
+            f"parameter 'workers': got {workers!r}, expected an integer >= 1"
+        )
+    n = game.num_players
+    if len(lineup) != n:
+        raise InvalidParameterError(
+            f"lineup has {len(lineup)} agents but the game has {n} seats; give one agent per seat"
+        )
+    if deals < 1:
+        raise InvalidParameterError(f"parameter 'deals': got {deals!r}, expected an integer >= 1")
+
+
+def _count_game(
+    stats: dict[str, AgentStats],
+    labels: list[str],
+    res: dict[str, Any],
+    mine: dict[str, list[float]],
+    others: dict[str, list[float]],
+) -> None:
+    """One game's result in each seat's agent statistics (a shared win counts 1/k) and in
+    the deal's score lists (``mine``: the label's own seats, ``others``: everyone else's)."""
+    k = len(res["winners"])
+    for seat, label in enumerate(labels):
+        st = stats[label]
+        st.games += 1
+        st.wins += (1.0 / k) if seat in res["winners"] else 0.0
+        score = float(res["scores"][seat])
+        st.score_sum += score
+        st.ranks.append(res["ranks"][seat])
+        mine[label].append(score)
+        for other in stats:
+            if other != label:
+                others[other].append(score)
 
 
 _JOBS: tuple | None = None  # (game, policies, lineup, arrangements, seed) for the workers

@@ -161,10 +161,10 @@ class Output:
             self.stream.flush()
         except BrokenPipeError:
             self.broken = True
-            _silence_stdout(self.stream)
+            silence_stdout(self.stream)
 
 
-def _silence_stdout(stream: TextIO) -> None:
+def silence_stdout(stream: TextIO) -> None:
     """Point a broken stdout at /dev/null so the interpreter's final flush stays quiet."""
     import os
 

@@ -554,8 +554,8 @@ def run_replay(
             for k in range(n + 1):
                 print(frame_text(replay, k, view, pal) + "\n", flush=True)
         except BrokenPipeError:  # `derby-envs replay FILE --print | head`: stop quietly
-            from training.tools.play import _silence_stdout
+            from training.tools.play import silence_stdout
 
-            _silence_stdout(sys.stdout)
+            silence_stdout(sys.stdout)
         return 0
     return browse(replay, view, start, palette=pal, clear=sys.stdout.isatty())
