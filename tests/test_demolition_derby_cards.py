@@ -55,8 +55,7 @@ def test_custom_card_file_needs_no_code(tmp_path):
         s = g.new_initial_state(seed)
         play_random(s, np.random.default_rng(seed))
         assert s.winners()
-    s = g.new_initial_state(0)
-    s.arrange([["Wrecker", "Walker"], ["Tank", "Walker"], ["Walker", "Tank"]])
+    s = g.scenario(seed=0, hands=[["Wrecker", "Walker"], ["Tank", "Walker"], ["Walker", "Tank"]])
     for q, d in enumerate(["Wrecker", "Tank", "Walker"]):
         s.apply_action(q, g.cards.design_index[d])
     # the Wrecker's controller may turn the Tank face down or decline

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from derby_envs.core.errors import IllegalActionError
+from derby_envs.core.errors import IllegalActionError, StateFormatError
 from derby_envs.games.demolition_derby.engine import (
     CHOOSE,
     DEPLOY,
@@ -37,7 +37,6 @@ def scenario(
     """A state where player q deploys ``plays[q]`` this turn (hands padded with leftovers)."""
     n = len(plays)
     g = game(n, **kw)
-    s = g.new_initial_state(0)
     cs = g.cards
     # pad every hand with cards that are left over after the named ones
     named = list(plays) + [x.lstrip("~") for row in (lineups or []) for x in row] + (discard or [])
@@ -51,7 +50,8 @@ def scenario(
         while len(h) < hand:
             h.append(free.pop())
         hands.append(h)
-    s.arrange(hands, lineups, discard=discard, wins=wins)
+    description = {"lineups": lineups, "discard": discard, "wins": wins}
+    s = g.scenario(seed=0, hands=hands, **{k: v for k, v in description.items() if v})
     for q, p in enumerate(plays):
         s.apply_action(q, cs.design_index[p])
     return s
@@ -80,7 +80,9 @@ def action_for(s, kind: str, name: str) -> int:
 def finish_derby(plays, lineups, **kw) -> DemolitionDerbyState:
     """Hands of 2: one deploy, the last card is discarded, the Derby is scored."""
     s = scenario(plays, lineups, hand=2, **kw)
-    assert s.last_derby is not None and s.last_derby["derby"] == 0
+    played = max(kw.get("wins") or [0])  # Derbies before the scenario's (its default)
+    assert s.last_derby is not None and s.last_derby["derby"] == played
+    assert s.round_results() == [s.last_derby] and s.derby == played + 1
     return s
 
 
@@ -278,12 +280,12 @@ def test_copycat_copying_thunder_cannon_discards_copycat():
     # Thunder Cannon discards itself when it resolves (Strength 4), so Copycat (3) can only
     # copy it when the Cannon stayed in play: here a Scout Drone protects it.
     g = game(2)
-    s = g.new_initial_state(0)
-    s.arrange(
-        [
+    s = g.scenario(
+        seed=0,
+        hands=[
             ["Thunder Cannon", "Scout Drone", "Tank", "Tank", "Walker"],
             ["Copycat", "Walker", "Walker", "Scrap Heap", "Underdog"],
-        ]
+        ],
     )
     cs = g.cards
     for q, ds in ((0, ["Thunder Cannon", "Scout Drone"]), (1, ["Copycat", "Walker"])):
@@ -341,8 +343,7 @@ def test_heavy_makes_every_other_player_discard_lowest_deployed_this_turn():
 
 def test_heavy_discards_all_tied_lowest_in_two_player_game():
     g = game(2)
-    s = g.new_initial_state(0)
-    s.arrange([["Heavy", "Walker", "Tank"], ["Walker", "Walker", "Tank"]])
+    s = g.scenario(seed=0, hands=[["Heavy", "Walker", "Tank"], ["Walker", "Walker", "Tank"]])
     cs = g.cards
     for q, ds in ((0, ["Heavy", "Walker"]), (1, ["Walker", "Walker"])):
         for d in ds:
@@ -490,10 +491,20 @@ def test_three_win_match_with_play_on():
     tie = [["Tank", "Walker"], ["Tank", "Walker"], [], []]
     s = finish_derby(["Walker", "Walker", "Scout Drone", "Scout Drone"], tie, wins=[2, 2, 0, 0])
     assert s.wins == [3, 3, 0, 0] and not s.is_terminal()  # tied at the top: play on
-    assert s.derby == 1 and s.phase == DEPLOY
+    assert s.derby == 3 and s.phase == DEPLOY  # the scenario started after 2 Derbies
+    assert s.last_winners == [0, 1] and s.round_results()[0]["reason"] == "shared"
     cs = s.game.cards
-    s.arrange(
-        [["Tank", "Walker"], ["Walker", "Tank"], ["Walker", "Scrap Heap"], ["Walker", "Underdog"]]
+    s = s.game.scenario(
+        seed=0,
+        hands=[
+            ["Tank", "Walker"],
+            ["Walker", "Tank"],
+            ["Walker", "Scrap Heap"],
+            ["Walker", "Underdog"],
+        ],
+        wins=s.wins,
+        derby=s.derby,
+        last_winners=s.last_winners,
     )
     for q, d in enumerate(["Tank", "Walker", "Walker", "Walker"]):
         s.apply_action(q, cs.design_index[d])
@@ -505,12 +516,17 @@ def test_three_win_match_with_play_on():
 
 def test_max_derbies_cap_shares_the_win():
     g = game(4, max_derbies=3)
-    s = g.new_initial_state(0)
     cs = g.cards
-    s.wins = [1, 1, 0, 0]
-    s.derby = 2
-    s.arrange(
-        [["Walker", "Tank"], ["Walker", "Tank"], ["Scout Drone", "Tank"], ["Scout Drone", "Tank"]]
+    s = g.scenario(
+        seed=0,
+        hands=[
+            ["Walker", "Tank"],
+            ["Walker", "Tank"],
+            ["Scout Drone", "Tank"],
+            ["Scout Drone", "Tank"],
+        ],
+        wins=[1, 1, 0, 0],
+        derby=2,
     )
     for q, d in enumerate(["Walker", "Walker", "Scout Drone", "Scout Drone"]):
         s.apply_action(q, cs.design_index[d])
@@ -552,8 +568,7 @@ def test_two_player_flow_two_cards_three_turns_seventh_discarded():
 
 def test_two_player_second_pick_is_hidden_and_from_remaining_hand():
     g = game(2)
-    s = g.new_initial_state(1)
-    s.arrange([["Tank", "Walker", "Heavy"], ["Tank", "Walker", "Ravager"]])
+    s = g.scenario(seed=1, hands=[["Tank", "Walker", "Heavy"], ["Tank", "Walker", "Ravager"]])
     cs = g.cards
     obs1 = s.observation(1)
     s.apply_action(0, cs.design_index["Tank"])
@@ -623,3 +638,45 @@ def test_resample_hidden_never_leaves_nobody_to_move():
                 p = state.current_players()[0]
                 state.apply_action(p, random_action(state, p, rng))
     assert checked > 1000
+
+
+# ----- the scenario API ---------------------------------------------------------------------
+
+
+def test_scenario_sets_what_it_says():
+    g = game(3)
+    s = g.scenario(
+        seed=2,
+        hands=[["Tank", "Walker"], ["Walker", "Tank"], ["Heavy", "Walker"]],
+        lineups=[["~Tank"], [], ["Walker"]],
+        discard=["Scrap Heap"],
+        turn=1,
+        wins=[2, 0, 1],
+    )
+    assert [names(s, q) for q in range(3)] == [["~Tank"], [], ["Walker"]]
+    assert [s.card_label(c) for c in s.discard] == ["Scrap Heap"]
+    assert s.turn == 1 and s.known_seats(0) == [1]
+    assert s.derby == 2 and s.last_winners == [0] and s.scores() == [2, 0, 1]
+    assert s.places() == [1, 3, 2] and s.round_results()[0]["reason"] == "scenario"
+    assert sorted(s.all_cards()) == sorted(s.deck) == list(range(g.cards.num_cards))
+    assert "set up by a scenario" in s.render_text()
+
+
+@pytest.mark.parametrize(
+    ("description", "match"),
+    [
+        (dict(lineups=[[], [], []]), "hands: required"),
+        (dict(hands=[["Tank", "Walker"]] * 3, board=[]), "unknown key.*'board'"),
+        (dict(hands=[["Tank", "Nope"]] * 3), "unknown card 'Nope'"),
+        (dict(hands=[["~Tank", "Walker"]] * 3), "unknown card '~Tank'"),
+        (dict(hands=[["Tank", "Walker"], ["Tank"], ["Walker", "Tank"]]), "equal size"),
+        (dict(hands=[["Tank"], ["Walker"], ["Tank"]]), "too few to deploy"),
+        (dict(hands=[["Commander", "Walker"]] * 3), "no copy of 'Commander' left"),
+        (dict(hands=[["Tank", "Walker"]] * 3, wins=[3, 0, 0], derby=2), "more wins than"),
+        (dict(hands=[["Tank", "Walker"]] * 3, last_winners=[1]), "no Derby has been played"),
+        (dict(hands=[["Tank", "Walker"]] * 3, turn=9), "turn: 9 is outside"),
+    ],
+)
+def test_scenario_errors_name_the_problem(description, match):
+    with pytest.raises(StateFormatError, match="scenario: .*" + match):
+        game(3).scenario(seed=0, **description)

@@ -10,11 +10,12 @@ import pytest
 
 from derby_envs.core.errors import StateFormatError
 from derby_envs.core.game import places_from_scores
+from derby_envs.games.derby.engine import DerbyGame
 from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame, card_name
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 # a game joins when its docs page has a "Scenarios and results" example
-DOC_GAMES = ["kentucky_derby"]
+DOC_GAMES = ["kentucky_derby", "demolition_derby"]
 
 
 def scenario_example(game: str) -> str:
@@ -79,3 +80,51 @@ def test_kd_results_accessors_follow_play():
     assert s.places() == places_from_scores(s.scores())
     rec["first"] = 99  # a copy: the state's record is untouched
     assert s.round_results()[0]["first"] != 99
+
+
+def test_derby_scenario_sets_what_it_says():
+    game = DerbyGame(num_players=4)
+    s = game.scenario(seed=3, turn=44, numbers=[[6], [1], [4], [2]], open=[5, -1])
+    assert s.player == 0 and s.up == [6, 1, 4, 2] and s.decks == [[], [], [], []]
+    assert s.open == [5, -1] and s.legal_actions(0) == [0, 2, 4]  # no decline: no deck left
+    s = game.scenario(seed=3, turn=41, numbers=[[6], [1, 2], [4, 3], [2, 2]])
+    assert s.player == 1 and s.legal_actions(1) == [0, 1, 2, 3, 4]
+    s = game.scenario(seed=3, positions=[10] * 9, finish_order=["blue", 0])
+    assert s.finish_order == [4, 0] and s.pos[4] == s.pos[0] == 110 and s.place[4] == 1
+    s = game.scenario(seed=3, hands=[[9] * 9, [8] * 9, [7] * 9, [6] * 9])
+    assert [game.threshold[t] for t in s.hand[3]] == [6] * 9
+    assert all(game.threshold[row[0]] not in (6, 7, 8, 9) for row in s.stock)
+    assert s.scores() == [sum(p for t, p in game.ticket_values if t >= 9) * 9, *s.scores()[1:]]
+    assert s.places() == places_from_scores(s.scores())
+
+
+@pytest.mark.parametrize(
+    ("description", "match"),
+    [
+        (dict(tickets=[1]), "unknown key.*'tickets'"),
+        (dict(turn=48), r"turn: 48 is outside"),
+        (dict(positions=[1] * 8), "positions: expected 9 entries"),
+        (dict(positions={"grey": 3}), "horse 'grey'"),
+        (dict(finish_order=["red", "red"]), "finish_order must list distinct horses"),
+        (dict(hands=[[1] * 9, [1] * 9, [2] * 9]), "no red ticket for place 1 is left"),
+        (dict(numbers=[[6, 6, 6], [1], [1]]), "rulebook deck|number cards left"),
+        (dict(open=[0, 0]), "movement cards are not all accounted for"),
+        (dict(next_cards=[70]), r"next_cards\[0\]: 70 is outside"),
+    ],
+)
+def test_derby_scenario_errors_name_the_problem(description, match):
+    with pytest.raises(StateFormatError, match="scenario: .*(" + match + ")"):
+        DerbyGame(num_players=3).scenario(seed=0, **description)
+
+
+def test_derby_round_results_at_the_end():
+    game = DerbyGame(num_players=3)
+    s = game.new_initial_state(1)
+    rng = __import__("numpy").random.default_rng(1)
+    while not s.is_terminal():
+        p = s.current_players()[0]
+        s.apply_action(p, int(rng.choice(s.legal_actions(p))))
+    (rec,) = s.round_results()
+    assert rec["scores"] == s.scores() and rec["winners"] == s.winners()
+    assert rec["horse_places"] == s.horse_places() and rec["finish_order"] == s.finish_order
+    assert [q for q, pl in enumerate(s.places()) if pl == 1] == s.winners()

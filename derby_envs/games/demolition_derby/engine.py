@@ -59,6 +59,7 @@ Rewards: ``"win"`` (the champion, or tied leaders at the cap, share 1; everyone 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
@@ -320,6 +321,13 @@ class DemolitionDerbyGame(Game):
         if a < o["decline"]:
             return f"copy {names[a - o['copy']]}"
         return "decline" if a == o["decline"] else "accept"
+
+    scenario_keys = scenario.SCENARIO_KEYS
+
+    def _build_scenario(self, state: State, description: Mapping[str, Any]) -> None:
+        """See :mod:`.scenario` and docs/demolition_derby.md, "Scenarios and results"."""
+        assert isinstance(state, DemolitionDerbyState)
+        scenario.build(state, description)
 
     def new_initial_state(self, seed: int | None = None) -> DemolitionDerbyState:
         state = DemolitionDerbyState(self, np.random.default_rng(seed))
@@ -712,6 +720,18 @@ class DemolitionDerbyState(State):
             return np.array(self.wins, np.float64)
         return win_share_returns(self.winners(), self.game.num_players)
 
+    def scores(self) -> list[int]:
+        """Derby wins so far (the match's score: the first to ``wins_needed`` alone wins)."""
+        return self.wins[:]
+
+    def round_results(self) -> list[dict[str, Any]]:
+        """The state keeps the record of the last Derby only: ``[]`` before the first one
+        ends, else ``[{"derby", "totals", "combatants", "winners", "reason"}]`` (a copy)."""
+        ld = self.last_derby
+        if ld is None:
+            return []
+        return [{k: v[:] if isinstance(v, list) else v for k, v in ld.items()}]
+
     # ----- information ----------------------------------------------------------------
     def all_cards(self) -> list[int]:
         """Every card of this Derby's deck, wherever it is (hands, lineups, discard, unused)."""
@@ -873,18 +893,6 @@ class DemolitionDerbyState(State):
         s = _fields_clone(self)
         s.tasks = [t.copy() for t in self.tasks]
         return s
-
-    # ----- scenario set-up (tests, docs, analysis) ------------------------------------
-    def arrange(
-        self,
-        hands: list[list[str]],
-        lineups: list[list[str]] | None = None,
-        discard: list[str] | None = None,
-        turn: int = 0,
-        wins: list[int] | None = None,
-    ) -> DemolitionDerbyState:
-        """Replace the current Derby with a chosen position: see :func:`.scenario.arrange`."""
-        return scenario.arrange(self, hands, lineups, discard, turn, wins)
 
 
 _fields_clone = DemolitionDerbyState.fields.make_clone(DemolitionDerbyState)

@@ -277,7 +277,8 @@ _EVENT_FIELDS: dict[str, str] = {
     "swap": "pccpc", "copy": "cd", "cancel": "c", "stopped": "c", "fizzle": "c",
     "decline": "c", "swap_failed": "c", "contested": "d", "derby": "iwr",
 }  # fmt: skip
-_REASONS = ("strength", "combatants", "shared", "condition")
+# "scenario": the previous Derby of a position set up by game.scenario (no totals)
+_REASONS = ("strength", "combatants", "shared", "condition", "scenario")
 
 
 def load_event(s: DemolitionDerbyState, e: Any, name: str) -> tuple:

@@ -126,6 +126,8 @@ def last_derby_text(s: DemolitionDerbyState) -> str:
     ld = s.last_derby
     if ld is None:
         return ""
+    if ld["reason"] == "scenario":
+        return f"last Derby ({ld['derby'] + 1}): set up by a scenario, winners {ld['winners']}"
     return (
         f"last Derby ({ld['derby'] + 1}): totals {ld['totals']}, combatants "
         f"{ld['combatants']}, winners {ld['winners']} ({ld['reason']})"
