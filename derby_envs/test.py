@@ -12,7 +12,8 @@ Everything a game must satisfy beyond its own rules, checked on any registered g
   mode, and against each opponent of the game's smoke-run pool;
 * :func:`engine_battery`: the engine contract on one option set: the observation layout and its
   bounds, ``clone()`` and ``to_dict``/``from_dict`` continuing bit-identically, no hidden
-  information in observations, masks or text views (``resample_hidden``), bad saved states refused;
+  information in observations, masks or text views (``resample_hidden``), bad saved states
+  refused, the common result accessors and ``Game.scenario``;
 * :func:`env_battery`: the environments' own contract at each player count: registered ids,
   illegal-action modes (raise / penalize / replace), rewards summing to the returns, seeding,
   loading a state, the Gymnasium view's seats and argument errors, the Parallel env's wait action.
@@ -48,7 +49,7 @@ from pettingzoo.test import (
 )
 
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError, StateFormatError
-from derby_envs.core.game import Game, State
+from derby_envs.core.game import Game, State, places_from_scores
 from derby_envs.registry import available_games, game_info
 
 #: PettingZoo warns about Dict observations for every env outside its own whitelist, classic
@@ -230,6 +231,7 @@ def engine_battery(game: str, **options: Any) -> None:
     compared, diffs = text_leaks(g, seed=0, samples=2, max_steps=60)
     assert compared > 0 and not diffs, diffs
     check_saved_state_errors(g, seed=5)
+    check_results_and_scenario(g, seed=6)
 
 
 def random_action(state: State, player: int, rng: np.random.Generator) -> int:
@@ -363,6 +365,32 @@ def check_saved_state_errors(game: Game, seed: int = 0) -> None:
     for key in data["state"]:
         payload = {k: v for k, v in data["state"].items() if k != key}
         _refused(game, {**data, "state": payload}, f"no {key!r}")
+
+
+def check_results_and_scenario(game: Game, seed: int = 0) -> None:
+    """The common accessors along a random game: ``scores()`` (one number per player) and
+    ``places()`` (1 = best, ties share) agree, ``round_results()`` is a JSON-safe list of
+    records, empty before the first round ends and not at the end. ``Game.scenario`` refuses a
+    description key the game does not declare in ``scenario_keys``, naming it."""
+    n = game.num_players
+    fresh = game.new_initial_state(seed)
+    assert all(isinstance(k, str) for k in game.scenario_keys)
+    _raises(StateFormatError, lambda: game.scenario(seed, no_such_key=1), "no_such_key")
+    assert fresh.round_results() == [], "a round result before any round"
+    rng = np.random.default_rng(seed)
+    state = fresh
+    while True:
+        scores = state.scores()
+        assert len(scores) == n and all(isinstance(x, int | float) for x in scores), scores
+        assert state.places() == places_from_scores(scores)
+        results = state.round_results()
+        assert isinstance(results, list) and all(isinstance(r, dict) for r in results)
+        json.dumps(results)  # JSON-safe
+        if state.is_terminal():
+            break
+        p = state.current_players()[0]
+        state.apply_action(p, random_action(state, p, rng))
+    assert state.round_results(), "no round result at the end"
 
 
 def _refused(game: Game, bad: Any, what: str) -> None:

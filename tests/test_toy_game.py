@@ -69,10 +69,8 @@ def _game(**params):
 
 def test_the_single_highest_card_scores_and_ties_score_nothing():
     g = _game(num_players=3, rounds=2)
-    s = g.new_initial_state(0)
-    s.hands = [[5, 0], [5, 1], [2, 3]]
-    s.deck = [0, 1, 2, 3, 4, 4]  # the rest of the deck
-    g.state_from_dict(s.to_dict())  # a consistent position
+    s = g.scenario(hands=[[6, 1], [6, 2], [3, 4]])  # card values 1-6 (action = value - 1)
+    assert s.hands == [[0, 5], [1, 5], [2, 3]] and sorted(s.deck) == [0, 1, 2, 3, 4, 4]
     for p, card in ((0, 5), (1, 5), (2, 2)):  # two sixes tie: nobody scores
         s.apply_action(p, card)
     assert s.scores() == [0, 0, 0] and s.round_results()[0]["winner"] is None
@@ -94,6 +92,16 @@ def test_sealed_cards_stay_hidden_until_the_last_is_in():
     changed = np.flatnonzero(s.observation(1) != before[0])
     assert changed.tolist() == [g.observation_slices["chosen"].start + 1]  # only "seat +1 chose"
     assert s.current_players() == [1] and not s.legal_mask(0).any()
+
+
+def test_scenarios_are_checked_like_saved_states():
+    g = _game(num_players=2)
+    with pytest.raises(StateFormatError, match="more than two cards of value 5"):
+        g.scenario(hands=[[5, 5, 1], [5, 2, 3]])
+    with pytest.raises(StateFormatError, match=r"hands\[1\]: expected 3 entries"):
+        g.scenario(hands=[[5, 5, 1], [2, 3]])
+    with pytest.raises(StateFormatError, match="'board'"):
+        g.scenario(board=[])
 
 
 def test_a_doctored_save_is_refused_by_the_named_checks():

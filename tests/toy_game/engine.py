@@ -13,12 +13,21 @@ cards already chosen by others. Actions: ``Discrete(6)``, action ``v`` plays a c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from derby_envs.core.fields import PLAYERS, Derived, Enum, Int, IntList, IntRows, Rng, StateFields
-from derby_envs.core.game import Game, State, reseed, saved_check, win_share_returns
+from derby_envs.core.game import (
+    Game,
+    State,
+    reseed,
+    saved_check,
+    saved_ints,
+    saved_list,
+    win_share_returns,
+)
 from derby_envs.core.layout import Layout
 from derby_envs.core.params import Param
 from derby_envs.core.seats import seat_order
@@ -73,6 +82,26 @@ class ToyGame(Game):
         ]
         state.deck = sorted(DECK[c] for c in deck[self.num_players * k :])
         return state
+
+    #: ``scenario(hands=[[6, 2, 1], [5, 5, 3]])``: each player's cards by value (1-6); the
+    #: undealt cards are the rest of the deck
+    scenario_keys = ("hands",)
+
+    def _build_scenario(self, state: State, description: Mapping[str, Any]) -> None:
+        assert isinstance(state, ToyState)
+        if "hands" not in description:
+            return
+        k = self.params["rounds"]
+        rows = saved_list(description["hands"], "hands", self.num_players)
+        state.hands = [
+            sorted(v - 1 for v in saved_ints(h, f"hands[{p}]", k, 1, VALUES))
+            for p, h in enumerate(rows)
+        ]
+        rest = list(DECK)
+        for card in (c for hand in state.hands for c in hand):
+            saved_check(card in rest, f"hands: more than two cards of value {card + 1}")
+            rest.remove(card)
+        state.deck = rest
 
     def _blank_state(self) -> ToyState:
         state = ToyState.__new__(ToyState)
