@@ -13,10 +13,12 @@ Action table (``num_actions = 4 * (max_stake + 1)``)::
     action = horse * (max_stake + 1) + stake
     horse: 0 Hearts, 1 Diamonds, 2 Spades, 3 Clubs;  stake: 0..max_stake chips (capped by chips)
 
-Observation (float32 in [0, 1]): declared once in ``OBSERVATION`` below (name, size, meaning;
-``docs/kentucky_derby.md`` shows the same table, a test checks they agree). Seats are relative
-(``derby_envs.core.seats``: index 0 = the observer, 1 = the player on its left, ...); chip
-amounts are divided by the total chips in play, ``T = num_players * bankroll``.
+Observation (float32 in [0, 1]): declared once in ``observer.OBSERVATION`` (name, size,
+meaning; ``docs/kentucky_derby.md`` shows the same table, a test checks they agree).
+
+Module map: ``constants`` (cards, horses), ``engine`` (the rules, movement tables, the
+state's field declaration and load checks, scenarios), ``observer`` (the observation),
+``text`` (the text view), ``render`` (the picture).
 
 Places (rules text): the winner is the Ace furthest past the post after an equal number of
 cards, ties broken by further cards to the tied Aces only. With 6+ players (``second_place``),
@@ -64,15 +66,11 @@ from derby_envs.core.game import (
     saved_list,
     win_share_returns,
 )
-from derby_envs.core.layout import Layout
 from derby_envs.core.params import Param
 from derby_envs.core.seats import seat_order
+from derby_envs.games.kentucky_derby import observer, text
+from derby_envs.games.kentucky_derby.constants import COURSE, HORSES, NUM_CARDS, RANKS, SUIT_SYMBOLS
 
-HORSES = ("Hearts", "Diamonds", "Spades", "Clubs")
-SUIT_SYMBOLS = "HDSC"
-RANKS = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
-NUM_CARDS = 48  # the pack without the Aces: card id = suit * 12 + rank index
-COURSE = 7  # course cards; position >= COURSE + 1 is past the post
 DATA_DIR = Path(__file__).parent / "data"
 MAX_RESHUFFLES = 10_000  # a safety net against a table that moves nothing
 
@@ -194,37 +192,6 @@ def load_movement_table(name: str) -> np.ndarray:
     return _table_moves(tables[name], f"table {name!r} of {builtin}")
 
 
-OBSERVATION = Layout(
-    [
-        ("to_act", 1, "1 if the observer must bet now"),
-        ("race", 2, "races played / num_races, races left / num_races"),
-        ("dealer", "n", "one-hot seat of the dealer"),
-        ("chips", "n", "chips / T (in sealed mode, before the stakes the observer cannot see)"),
-        ("active", "n", "1 if the player still plays (0: sat out)"),
-        (
-            "has_bet",
-            "n",
-            "1 if the player's bet is visible (sequential: has bet; sealed: only one's own)",
-        ),
-        ("bet_horse", "4n", "one-hot horse of each visible bet"),
-        ("bet_stake", "n", "visible stake / max_stake"),
-        ("pool", 1, "ante pool now (this race's antes + carry-over) / T"),
-        ("stake_pot", 1, "stake pot now (visible stakes + carry-over) / T"),
-        ("backers", 4, "visible backers per horse / n"),
-        ("stakes_on", 4, "visible stakes per horse / T"),
-        (
-            "odds",
-            4,
-            "pari-mutuel return of one more chip on each horse: (pot + 1) / (stakes on it + 1) / (T + 1)",
-        ),
-        ("pool_share", 4, "chips the pool would pay one more backer of each horse / T"),
-        ("max_stake", 1, "the observer's largest legal stake / max_stake"),
-        ("last_first", 4, "one-hot winner of the previous race"),
-        ("last_second", 4, "one-hot second of the previous race (6+ players)"),
-    ]
-)
-
-
 def _movement_tables() -> tuple[str, ...]:
     return tuple(json.loads((DATA_DIR / "movement_tables.json").read_text())["tables"])
 
@@ -236,7 +203,7 @@ class KentuckyDerbyGame(Game):
     display_name = "Kentucky Derby"
     reward_modes = ("win", "chips")
     simultaneous = True  # the "sealed" betting mode
-    observation_layout = OBSERVATION
+    observation_layout = observer.OBSERVATION
     param_spec = (
         Param("num_players", 4, int, "number of players", low=3, high=10),
         Param(
@@ -654,50 +621,7 @@ class KentuckyDerbyState(State):
         return seen
 
     def observation(self, player: int) -> np.ndarray:
-        # Built as one Python list and converted once: far cheaper than many numpy writes.
-        g = self.game
-        n = g.num_players
-        T = float(g.total_chips)
-        max_stake = float(max(g.params["max_stake"], 1))
-        order = seat_order(player, n)
-        sealed = g.params["betting"] == "sealed"
-        if self.over:  # the last race is settled: its stakes are in the chips, none is hidden
-            horse, stake = [-1] * n, [0] * n
-        else:
-            horse = self.bet_horse.tolist()
-            stake = self.bet_stake.tolist()
-        chips = self.chips.tolist()
-        active = self.active.tolist()
-        seen = [horse[p] >= 0 and (not sealed or p == player) for p in order]
-        to_act = player in self.current_players()
-        races = g.params["num_races"]
-        out = [1.0 if to_act else 0.0, self.race / races, max(races - self.race, 0) / races]
-        out += [1.0 if p == self.dealer else 0.0 for p in order]
-        # A sealed stake must not show through the chip count: chips before hidden stakes.
-        out += [(chips[p] + (0 if seen[k] else stake[p])) / T for k, p in enumerate(order)]
-        out += [1.0 if active[p] else 0.0 for p in order]
-        out += [1.0 if v else 0.0 for v in seen]
-        bet_onehot = [0.0] * (4 * n)
-        backers = [0, 0, 0, 0]
-        stakes_on = [0, 0, 0, 0]
-        for k, p in enumerate(order):
-            if seen[k]:
-                h = horse[p]
-                bet_onehot[4 * k + h] = 1.0
-                backers[h] += 1
-                stakes_on[h] += stake[p]
-        out += bet_onehot
-        out += [stake[p] / max_stake if seen[k] else 0.0 for k, p in enumerate(order)]
-        pot = self.pot_carry + sum(stakes_on)
-        out += [self.pool / T, pot / T]
-        out += [b / n for b in backers]
-        out += [s / T for s in stakes_on]
-        out += [(pot + 1) / (s + 1) / (T + 1) for s in stakes_on]
-        out += [(self.pool // (b + 1)) / T for b in backers]
-        out.append(self.max_stake(player) / max_stake if to_act else 0.0)
-        out += [1.0 if h == self.last_first else 0.0 for h in range(4)]
-        out += [1.0 if h == self.last_second else 0.0 for h in range(4)]
-        return np.array(out, dtype=np.float32)
+        return observer.observation(self, player)
 
     def resample_hidden(self, player: int, rng: np.random.Generator) -> KentuckyDerbyState:
         """Hidden: the order of this race's pack, others' sealed bets, and all future chance."""
@@ -716,43 +640,9 @@ class KentuckyDerbyState(State):
         return s
 
     def render_text(self, player: int | None = None) -> str:
-        g = self.game
-        n = g.num_players
-        seen = self.visible_bets(player) if player is not None else self.bet_horse >= 0
-        if self.over:
-            seen = np.zeros(n, bool)  # the last race is settled: no bet on the table
-        # As in observation(): a sealed stake shows neither in its player's chips nor in the pot.
-        hidden = [0 if seen[p] or self.over else int(self.bet_stake[p]) for p in range(n)]
-        pot = self.pot_carry + sum(int(self.bet_stake[p]) for p in range(n) if seen[p])
-        lines = [
-            f"Kentucky Derby — race {min(self.race + 1, g.params['num_races'])}/{g.params['num_races']}"
-            + ("  (session over)" if self.over else f"  dealer: player_{self.dealer}"),
-            f"pool {self.pool}  stake pot {pot}",
-        ]
-        movers = self.current_players()
-        for p in range(n):
-            bet = "-"
-            if not self.over and self.bet_horse[p] >= 0:
-                bet = f"{HORSES[self.bet_horse[p]]} +{self.bet_stake[p]}" if seen[p] else "(sealed)"
-            status = "" if self.active[p] else "  sitting out"
-            turn = "  <- to bet" if p in movers else ""
-            chips = int(self.chips[p]) + hidden[p]
-            lines.append(f"  player_{p}: {chips:>4} chips  bet: {bet}{status}{turn}")
-        if self.last_race is not None:
-            lr = self.last_race
-            lines.append(f"last race (race {lr['race'] + 1}):")
-            for h in range(4):
-                track = "." * min(lr["positions"][h], COURSE + 1)
-                place = " 1st" if h == lr["first"] else (" 2nd" if h == lr["second"] else "")
-                lines.append(
-                    f"  {HORSES[h]:<8} |{track:<{COURSE + 1}}| {lr['positions'][h]:>2}{place}"
-                )
-            lines.append(
-                "  payouts: "
-                + ", ".join(f"player_{p} +{c}" for p, c in enumerate(lr["payouts"]) if c)
-            )
-        return "\n".join(lines)
+        return text.render_text(self, player)
 
+    # ----- loading ----------------------------------------------------------------------
     def _load_last_race(self, raw: Any) -> dict[str, Any]:
         """The public record of the previous race (shown by the text and picture views)."""
         if not isinstance(raw, Mapping):
