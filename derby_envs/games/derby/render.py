@@ -28,6 +28,7 @@ from derby_envs.games.derby.engine import (
 from derby_envs.games.derby.text import ordinal
 
 WIDTH, HEIGHT = 960, 540
+TICKETS_X0 = 250  # left edge of the ticket columns
 SHAPE = (HEIGHT, WIDTH, 3)
 
 NAMED_COLOURS = {
@@ -115,19 +116,9 @@ def _ticket(draw, x: int, y: int, state: DerbyState, ticket: int, pays: bool | N
     draw.text((x + w / 2, y + h / 2), text, font=d.font(11, True), fill=_ink_on(rgb), anchor="mm")
 
 
-def render_rgb(state: DerbyState) -> np.ndarray:
-    """The track and the table as an ``SHAPE`` uint8 RGB array (see the module docstring)."""
-    from PIL import Image, ImageDraw
-
+def _title(draw, state: DerbyState) -> None:
     g = state.game
-    n = g.num_players
-    L = g.params["track_length"]
-    img = Image.new("RGB", (WIDTH, HEIGHT), d.FELT)
-    draw = ImageDraw.Draw(img)
-    places = state.horse_places()
     over = state.phase == OVER
-
-    # ----- title ----------------------------------------------------------------------
     draw.rectangle((0, 0, WIDTH, 40), fill=d.PANEL)
     if over:
         title = f"Derby  ·  game over after {state.turn} turns"
@@ -139,7 +130,12 @@ def render_rgb(state: DerbyState) -> np.ndarray:
     draw.text((14, 9), title, font=d.font(19, True), fill=d.TEXT)
     draw.text((WIDTH - 14, 12), status, font=d.font(15), fill=d.GOLD, anchor="ra")
 
-    # ----- the track ------------------------------------------------------------------
+
+def _track(draw, state: DerbyState, places: list[int]) -> None:
+    """The nine lanes, the horses on them and their places."""
+    g = state.game
+    L = g.params["track_length"]
+    over = state.phase == OVER
     draw.rounded_rectangle(
         (8, TRACK_Y0 - 6, TRACK_X1 + 52, TRACK_Y0 + NUM_HORSES * LANE_H + 4),
         radius=10,
@@ -158,40 +154,51 @@ def render_rgb(state: DerbyState) -> np.ndarray:
         moves, exch = g.cards[state.move_card]
         moving, exchange_colours = set(moves), set(exch)
     for h in range(NUM_HORSES):
-        y = TRACK_Y0 + h * LANE_H
-        rgb = horse_colour(g.colours[h], h)
-        draw.line((TRACK_X0, y + LANE_H - 1, TRACK_X1, y + LANE_H - 1), fill=(126, 92, 56))
-        draw.rounded_rectangle((14, y + 6, 28, y + LANE_H - 8), radius=3, fill=rgb, outline=d.INK)
-        draw.text(
-            (34, y + LANE_H / 2 - 2), g.colours[h], font=d.font(13, True), fill=d.WHITE, anchor="lm"
-        )
-        x = TRACK_X0 + span * min(state.pos[h], L) / L
-        cy = y + LANE_H / 2 - 1
-        if state.place[h]:
-            d.star(draw, x, cy, 19, d.GOLD)
-        draw.ellipse((x - 11, cy - 11, x + 11, cy + 11), fill=rgb, outline=d.INK, width=2)
-        if h in moving:
-            draw.ellipse((x - 14, cy - 14, x + 14, cy + 14), outline=d.HIGHLIGHT, width=2)
-        draw.text((x, cy), str(state.pos[h]), font=d.font(9, True), fill=_ink_on(rgb), anchor="mm")
-        if state.place[h] or over:
-            label = ordinal(state.place[h] or places[h])
-            draw.text(
-                (TRACK_X1 + 17, cy),
-                label,
-                font=d.font(13, True),
-                fill=d.GOLD if state.place[h] else d.TEXT,
-                anchor="lm",
-            )
-        elif h in exchange_colours and state.phase == EXCHANGE:
-            draw.text(
-                (TRACK_X1 + 17, cy), "swap", font=d.font(11, True), fill=d.HIGHLIGHT, anchor="lm"
-            )
+        _lane(draw, state, h, places, moving, exchange_colours)
     draw.text((TRACK_X0, TRACK_Y0 - 4), "start", font=d.font(10), fill=d.WHITE, anchor="ld")
     draw.text(
         (TRACK_X1 + 2, TRACK_Y0 - 4), f"finish {L}", font=d.font(10), fill=d.WHITE, anchor="md"
     )
 
-    # ----- cards ----------------------------------------------------------------------
+
+def _lane(
+    draw, state: DerbyState, h: int, places: list[int], moving: set, exchange_colours: set
+) -> None:
+    g = state.game
+    L = g.params["track_length"]
+    over = state.phase == OVER
+    span = TRACK_X1 - TRACK_X0
+    y = TRACK_Y0 + h * LANE_H
+    rgb = horse_colour(g.colours[h], h)
+    draw.line((TRACK_X0, y + LANE_H - 1, TRACK_X1, y + LANE_H - 1), fill=(126, 92, 56))
+    draw.rounded_rectangle((14, y + 6, 28, y + LANE_H - 8), radius=3, fill=rgb, outline=d.INK)
+    draw.text(
+        (34, y + LANE_H / 2 - 2), g.colours[h], font=d.font(13, True), fill=d.WHITE, anchor="lm"
+    )
+    x = TRACK_X0 + span * min(state.pos[h], L) / L
+    cy = y + LANE_H / 2 - 1
+    if state.place[h]:
+        d.star(draw, x, cy, 19, d.GOLD)
+    draw.ellipse((x - 11, cy - 11, x + 11, cy + 11), fill=rgb, outline=d.INK, width=2)
+    if h in moving:
+        draw.ellipse((x - 14, cy - 14, x + 14, cy + 14), outline=d.HIGHLIGHT, width=2)
+    draw.text((x, cy), str(state.pos[h]), font=d.font(9, True), fill=_ink_on(rgb), anchor="mm")
+    if state.place[h] or over:
+        label = ordinal(state.place[h] or places[h])
+        draw.text(
+            (TRACK_X1 + 17, cy),
+            label,
+            font=d.font(13, True),
+            fill=d.GOLD if state.place[h] else d.TEXT,
+            anchor="lm",
+        )
+    elif h in exchange_colours and state.phase == EXCHANGE:
+        draw.text((TRACK_X1 + 17, cy), "swap", font=d.font(11, True), fill=d.HIGHLIGHT, anchor="lm")
+
+
+def _cards(draw, state: DerbyState) -> None:
+    """The open movement cards, the card and number played this turn, the last turn."""
+    over = state.phase == OVER
     cx0 = 632
     _movement_card(draw, cx0, 70, state, state.open[0], "open card 1")
     _movement_card(draw, cx0 + 86, 70, state, state.open[1], "open card 2")
@@ -206,6 +213,11 @@ def render_rgb(state: DerbyState) -> np.ndarray:
     if not over:
         draw.text((cx0 + 200, 210), "number", font=d.font(12), fill=d.SILVER)
         _number_card(draw, cx0 + 254, 204, state.num_card, w=22, h=28)
+    _last_turn(draw, state, cx0)
+
+
+def _last_turn(draw, state: DerbyState, cx0: int) -> None:
+    g = state.game
     rec = state.last_record
     if rec:
         p, v, declined, _card, source, ex_c, ex_m = rec[:7]
@@ -224,9 +236,14 @@ def render_rgb(state: DerbyState) -> np.ndarray:
         for i, line in enumerate(lines):
             draw.text((cx0, 236 + 18 * i), line, font=d.font(12), fill=d.GOLD if i == 2 else d.TEXT)
 
-    # ----- tickets and players --------------------------------------------------------
+
+def _players(draw, state: DerbyState, places: list[int]) -> None:
+    """The face-up stock tickets and one row per player (numbers, tickets, score)."""
+    g = state.game
+    n = g.num_players
+    over = state.phase == OVER
     scores = state.scores(places)
-    tx0 = 250
+    tx0 = TICKETS_X0
     y = BOTTOM_Y
     draw.rectangle((0, y - 2, WIDTH, HEIGHT), fill=d.FELT_DARK)
     draw.text((14, y + 11), "stocks (face up)", font=d.font(12, True), fill=d.TEXT, anchor="lm")
@@ -242,37 +259,63 @@ def render_rgb(state: DerbyState) -> np.ndarray:
     row_h = min(34, (HEIGHT - y - 30) // n)
     winners = set(state.winners())
     for q in range(n):
-        ry = y + 28 + q * row_h
-        to_act = q == state.player and not over
-        if to_act:
-            draw.rounded_rectangle(
-                (6, ry - 1, WIDTH - 6, ry + row_h - 3), radius=6, outline=d.HIGHLIGHT, width=2
-            )
-        mid = ry + row_h / 2 - 2
-        draw.text(
-            (14, mid),
-            f"player_{q}",
-            font=d.font(14, True),
-            fill=d.HIGHLIGHT if to_act else d.TEXT,
-            anchor="lm",
+        _player_row(draw, state, q, y + 28 + q * row_h, row_h, places, scores, winners)
+
+
+def _player_row(
+    draw,
+    state: DerbyState,
+    q: int,
+    ry: int,
+    row_h: int,
+    places: list[int],
+    scores: list[int],
+    winners: set,
+) -> None:
+    g = state.game
+    over = state.phase == OVER
+    tx0 = TICKETS_X0
+    to_act = q == state.player and not over
+    if to_act:
+        draw.rounded_rectangle(
+            (6, ry - 1, WIDTH - 6, ry + row_h - 3), radius=6, outline=d.HIGHLIGHT, width=2
         )
-        _number_card(draw, 104, ry + 2, state.up[q], w=20, h=row_h - 8)
-        deck = state.decks[q]
-        known = deck[state.hidden[q] :]
-        draw.text((130, mid - 6), f"+{len(deck)} left", font=d.font(10), fill=d.SILVER, anchor="lm")
-        if known:  # declined cards at the bottom of the deck are public
-            bottom = ",".join(map(str, known[-6:]))
-            draw.text(
-                (130, mid + 6), f"bottom {bottom}", font=d.font(9), fill=d.SILVER, anchor="lm"
-            )
-        for c in range(NUM_HORSES):
-            t = int(state.hand[q][c])
-            _ticket(
-                draw, tx0 + c * 50, ry + (row_h - 22) / 2 - 1, state, t, places[c] <= g.threshold[t]
-            )
-        sx = tx0 + 9 * 50 + 8
-        draw.text((sx, mid), str(scores[q]), font=d.font(15, True), fill=d.TEXT, anchor="lm")
-        if over and q in winners:
-            d.star(draw, sx + 44, mid, 10, d.GOLD)
-            draw.text((sx + 58, mid), "winner", font=d.font(13, True), fill=d.GOLD, anchor="lm")
+    mid = ry + row_h / 2 - 2
+    draw.text(
+        (14, mid),
+        f"player_{q}",
+        font=d.font(14, True),
+        fill=d.HIGHLIGHT if to_act else d.TEXT,
+        anchor="lm",
+    )
+    _number_card(draw, 104, ry + 2, state.up[q], w=20, h=row_h - 8)
+    deck = state.decks[q]
+    known = deck[state.hidden[q] :]
+    draw.text((130, mid - 6), f"+{len(deck)} left", font=d.font(10), fill=d.SILVER, anchor="lm")
+    if known:  # declined cards at the bottom of the deck are public
+        bottom = ",".join(map(str, known[-6:]))
+        draw.text((130, mid + 6), f"bottom {bottom}", font=d.font(9), fill=d.SILVER, anchor="lm")
+    for c in range(NUM_HORSES):
+        t = int(state.hand[q][c])
+        _ticket(
+            draw, tx0 + c * 50, ry + (row_h - 22) / 2 - 1, state, t, places[c] <= g.threshold[t]
+        )
+    sx = tx0 + 9 * 50 + 8
+    draw.text((sx, mid), str(scores[q]), font=d.font(15, True), fill=d.TEXT, anchor="lm")
+    if over and q in winners:
+        d.star(draw, sx + 44, mid, 10, d.GOLD)
+        draw.text((sx + 58, mid), "winner", font=d.font(13, True), fill=d.GOLD, anchor="lm")
+
+
+def render_rgb(state: DerbyState) -> np.ndarray:
+    """The track and the table as an ``SHAPE`` uint8 RGB array (see the module docstring)."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (WIDTH, HEIGHT), d.FELT)
+    draw = ImageDraw.Draw(img)
+    places = state.horse_places()
+    _title(draw, state)
+    _track(draw, state, places)
+    _cards(draw, state)
+    _players(draw, state, places)
     return d.to_array(img)
