@@ -414,6 +414,7 @@ def check_registered_ids(game: str, **options: Any) -> None:
     from pettingzoo.env_registry import registration
 
     info, mod = game_info(game), entry_module(game)
+    assert info.game_class.name == game and mod.raw_env.game_cls is info.game_class
     aec = registration.make("aec", info.pz_id, **options)
     aec.reset(seed=1)
     assert aec.unwrapped.game.params == make_engine(game, **options).params
