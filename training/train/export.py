@@ -1,5 +1,5 @@
 """Export of a trained policy: a run's ``final.zip`` (or one of its checkpoints) rebuilt from
-the run's config and saved with a JSON sidecar (``derby-envs export``)."""
+the run's config and saved with a JSON sidecar (how ``agents/pretrained/`` is made)."""
 
 from __future__ import annotations
 
