@@ -845,19 +845,16 @@ class DerbyState(State):
             observer.on_number_played(self, p, v, decline)
 
     def _draw(self) -> int:
-        vec = self._vec
+        """The top card of the draw pile (-1: none left); observer.on_card_played follows."""
         if not self.pile:
             if not self.discard:
                 return -1
             # [DEFAULT] an empty draw pile is refilled from the played cards, shuffled
             self.pile = self.rng.permutation(self.discard).tolist()
             self.discard = []
-            if vec is not None:
+            if self._vec is not None:
                 observer.on_pile_refilled(self)
-        card = self.pile.pop()
-        if vec is not None:
-            observer.on_card_drawn(self, card)
-        return card
+        return self.pile.pop()
 
     def _move_horses(self) -> None:
         g = self.game
@@ -865,7 +862,6 @@ class DerbyState(State):
         L = g.params["track_length"]
         pos = self.pos
         place = self.place
-        observe = self._vec is not None
         for h in g.card_moves[self.move_card]:  # bottom to top
             if not place[h]:
                 x = pos[h] + v
@@ -875,8 +871,6 @@ class DerbyState(State):
                     place[h] = len(self.finish_order)
                     self.record.append(h)
                 pos[h] = x
-                if observe:
-                    observer.on_horse_moved(self, h)
         exchange = False
         if len(self.finish_order) < NUM_HORSES:
             for c in g.card_exchange[self.move_card]:
@@ -885,9 +879,9 @@ class DerbyState(State):
                     break
         if exchange:
             self.phase = EXCHANGE
-            if observe:
-                observer.write_phase(self)
-        else:
+        if self._vec is not None:
+            observer.on_horses_moved(self, g.card_moves[self.move_card], exchange)
+        if not exchange:
             self._end_turn()
 
     def _exchange(self, c: int, face_down: int) -> None:
@@ -913,7 +907,7 @@ class DerbyState(State):
         self.record[5] = c
         self.record[6] = face_down
         if self._vec is not None:
-            observer.on_exchange(self, c)
+            observer.write_colour(self, c)  # every observer's view of colour c
 
     def _end_turn(self) -> None:
         g = self.game

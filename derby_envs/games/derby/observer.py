@@ -283,38 +283,48 @@ def on_number_played(state: DerbyState, p: int, v: int, declined: bool) -> None:
 
 
 def on_card_played(state: DerbyState, card: int, refilled: int) -> None:
-    """Movement card ``card`` was played; open slot ``refilled`` (-1: none) was refilled."""
-    if refilled >= 0:
-        write_open(state, refilled)
+    """Movement card ``card`` was played: taken from open slot ``refilled`` (which was then
+    refilled from the pile), or drawn blind (``refilled`` -1)."""
     vec = state._vec
-    off = state.game.layout.off
+    g = state.game
+    off = g.layout.off
+    if refilled >= 0:  # the refilled open slot (write_open, inlined: a hot path)
+        drawn = state.open[refilled]
+        i = off["open_cards"] + NUM_HORSES * refilled
+        vec[i : i + NUM_HORSES] = g.card_enc[drawn] if drawn >= 0 else 0.0
+    else:
+        drawn = card
+    if drawn >= 0:  # it left the draw pile (after any reshuffle: see on_pile_refilled)
+        vec[off["pile"] + drawn] = 0.0
     vec[off["played"] + 1] = 1.0
     i = off["card_played"]
-    vec[i : i + NUM_HORSES] = state.game.card_enc[card]
+    vec[i : i + NUM_HORSES] = g.card_enc[card]
 
 
 def on_pile_refilled(state: DerbyState) -> None:
-    """The played cards were shuffled into a new draw pile."""
+    """The played cards were shuffled into a new draw pile (before a card is drawn from it)."""
     base = state.game.layout.off["pile"]
     state._vec[[base + c for c in state.pile]] = 1.0
 
 
-def on_card_drawn(state: DerbyState, card: int) -> None:
-    state._vec[state.game.layout.off["pile"] + card] = 0.0
-
-
-def on_horse_moved(state: DerbyState, h: int) -> None:
-    """Horse ``h`` moved (and perhaps finished)."""
+def on_horses_moved(state: DerbyState, horses: tuple[int, ...], exchange: bool) -> None:
+    """``horses`` (this turn's movement card) moved, and perhaps finished; ``exchange``: the
+    exchange phase follows (same player). Scalar writes: cheaper than rewriting the nine-horse
+    slices (a list-to-slice copy costs about a microsecond)."""
     lay = state.game.layout
     vec = state._vec
-    if state.place[h]:
-        vec[lay.off["places"] + h] = state.place[h] / NUM_HORSES
-    vec[lay.off["positions"] + h] = state.pos[h] * lay.inv_track
-
-
-def on_exchange(state: DerbyState, c: int) -> None:
-    """A ticket of colour ``c`` changed hands (or places in the stock)."""
-    write_colour(state, c)
+    off = lay.off
+    inv = lay.inv_track
+    ipos, iplace = off["positions"], off["places"]
+    pos, place = state.pos, state.place
+    for h in horses:  # a finished horse is rewritten with the same values: harmless
+        vec[ipos + h] = pos[h] * inv
+        if place[h]:
+            vec[iplace + h] = place[h] / NUM_HORSES
+    if exchange:  # cards phase -> exchange phase
+        i = off["phase"]
+        vec[i] = 0.0
+        vec[i + 1] = 1.0
 
 
 def on_turn_end(state: DerbyState, p: int, flipped_known: bool) -> None:
@@ -325,7 +335,14 @@ def on_turn_end(state: DerbyState, p: int, flipped_known: bool) -> None:
     i = off["played"]
     vec[i : i + 3 + NUM_HORSES] = 0.0  # played, number_played, card_played
     vec[off["turn"]] = state.turn * lay.inv_turns
-    write_phase(state)
+    # the phase and the player to move (write_phase, inlined: once per turn on a hot path)
+    i = off["phase"]
+    vec[i] = vec[i + 1] = 0.0
+    a = off["active"]
+    vec[a + p] = 0.0
+    if state.phase != OVER:
+        vec[i + state.phase] = 1.0
+        vec[a + state.player] = 1.0
     if flipped_known:
         write_seat(state, p)
     else:
