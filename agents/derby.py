@@ -39,7 +39,7 @@ import numpy as np
 try:  # optional: without numba the numpy model runs (same choices, ~10x slower)
     import numba
 
-    _njit = numba.njit(cache=True, nogil=True)
+    _njit = numba.njit(cache=True, nogil=True, error_model="numpy")
 except ImportError:  # pragma: no cover - exercised only where numba is not installed
     numba = None
 
@@ -115,7 +115,8 @@ class _DerbyBase:
             block = scale[sl[name]]  # a view: (threshold, profit) pairs
             block[0::2], block[1::2] = H, self.maxp
         self._scale = scale
-        self._buffers = (np.empty(0), np.empty(0))  # the fast path's phi arguments
+        self._ws: tuple | None = None  # the fast path's work arrays
+        self._zbuf = (np.empty(0), np.empty(0))  # ... and its buffers of phi's arguments
 
     # ----- reading the observation -------------------------------------------------------
     def _read(self, obs: np.ndarray) -> dict:
@@ -355,48 +356,66 @@ class _DerbyBase:
         options.update(self._card_options(best, mask))
         return options
 
+    def _work(self) -> tuple:
+        """The fast path's work arrays, allocated once per policy (fresh pages cost more)."""
+        if self._ws is None:
+            n, V, nc = self.n, self.V, 2 + len(self.card_ranks)
+            self._ws = (
+                np.zeros((3, H)),  # positions, spread f, sd
+                np.zeros(H, np.int64),  # places
+                np.zeros((n + 1, H), np.int64),  # thresholds: own, face-up, opponents'
+                np.zeros((n + 1, H)),  # profits
+                np.zeros((H, H)),  # face-down weights
+                np.zeros((2, H, H), np.bool_),  # P(place <= t) needed: always, if eligible
+                np.zeros(V + 1),  # number values
+                np.zeros(V),  # decline probabilities
+                np.zeros((nc, H), np.int64),  # movement cards (rank rows)
+                np.zeros(8, np.int64),  # counts: values, cards, declines, played flags
+                np.empty(((V + 1) * 2 * H * H * 2 + 1) * _Q8),  # pairwise table, a zero row
+                np.empty(((V + 1) * 2 * H * H * 2 + 1) * _Q8),  # ... its variances
+                np.full((V + 1, 2, H, H, 2), -1, np.int64),  # table offsets
+                np.empty(((V + 1) * nc, H, H)),  # placing probabilities
+                np.empty(max((V + 1) * nc, 2 * H)),  # scores or gains
+            )
+        return self._ws
+
     def _options_fast(self, observation: np.ndarray, mask: np.ndarray) -> dict[int, float]:
         """``_options`` through the compiled kernels (the same values, bit for bit)."""
         if mask[SKIP] and not self.exchanges:
             return {SKIP: 0.05}
         iv = np.rint(observation * self._scale)
         deny_on = bool(self.deny) and self.n > 1
-        (pos, place, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W, need_all,
-         need_elig, f, sd, R0, values, dec_p, cards, num_played, card_played) = _prepare(
+        cards_phase = not mask[SKIP]
+        hv, place, thr, prof, W, need, values, dec_p, cards, info, T, Vt, tidx, P, out = (
+            self._work()
+        )
+        R0 = _prepare(
             iv, self._off, self.n, self.V, self.Ld, self.D, self.card_ranks, self.card_moves_f,
-            self._ct_thr, self._ct_prof, self.L, self.exchanges, deny_on, not mask[SKIP],
-            bool(mask[DECLINE]),
+            self._ct_thr, self._ct_prof, self.exchanges, deny_on, cards_phase,
+            bool(mask[DECLINE]), hv, place, thr, prof, W, need, values, dec_p, cards, info,
         )  # fmt: skip
-        T = _table_args(pos, place, f, sd, R0, values, cards, need_all, need_elig, _NODES)
-        np.exp(T, out=T)  # _phi's steps: numpy's exp for the same bits
-        np.add(T, 1.0, out=T)
-        np.divide(1.0, T, out=T)
-        size = len(values) * len(cards) * H * H * len(_NODES)
-        if len(self._buffers[0]) < size:  # kept across decisions: fresh pages cost more
-            self._buffers = (np.empty(size), np.empty(size))
-        z, den = self._buffers
-        k = _z_args(pos, place, self.L, values, cards, T, need_all, need_elig, z, den)
-        phz = z[:k]  # phi((t - F - 0.5 - mu) / sig), as _outcomes computes it
-        np.divide(phz, den[:k], out=phz)
-        np.multiply(phz, -1.702, out=phz)
-        np.exp(phz, out=phz)
-        np.add(phz, 1.0, out=phz)
-        np.divide(1.0, phz, out=phz)
-        P = _place_probs(pos, place, self.L, values, cards, need_all, need_elig, phz, _WEIGHTS)
-        if mask[SKIP]:
-            gain_up, gain_down = _exchange_gains(P, own_thr, own_prof, up_thr, up_prof, W)
+        nv, nc, nd = int(info[0]), int(info[1]), int(info[2])
+        nT = _table_args(hv, place, R0, values, nv, cards, nc, need, _NODES, T, tidx)
+        np.exp(T[:nT], out=T[:nT])  # numpy's exp (its SIMD exp can differ from libm's)
+        size = nv * nc * H * H * _Q
+        if len(self._zbuf[0]) < size:  # kept across decisions: fresh pages cost more
+            self._zbuf = (np.empty(size), np.empty(size))
+        z, den = self._zbuf
+        k = _z_args(hv, place, self.L, values, nv, cards, nc, need, T, Vt, nT, tidx, z, den)
+        np.exp(z[:k], out=z[:k])
+        _values(
+            hv, place, self.L, values, nv, cards, nc, need, z, k, _WEIGHTS, P, thr, prof,
+            self.n - 1 if deny_on else 0, W, self.exchanges, self.deny, cards_phase, out,
+        )  # fmt: skip
+        if not cards_phase:
             options = {SKIP: 0.05}
             for c in range(H):
                 if mask[EXCHANGE0 + 2 * c]:
-                    options[EXCHANGE0 + 2 * c] = float(gain_up[c])
-                    options[EXCHANGE0 + 2 * c + 1] = float(gain_down[c])
+                    options[EXCHANGE0 + 2 * c] = float(out[c])
+                    options[EXCHANGE0 + 2 * c + 1] = float(out[H + c])
             return options
-        scores = _scores(
-            P, place, cards, own_thr, own_prof, up_thr, up_prof,
-            opp_thr if deny_on else _NO_TICKETS, opp_prof, W, self.exchanges, self.deny,
-        )  # fmt: skip
-        ev = scores.reshape(len(values), len(cards))
-        return self._card_choice(ev, dec_p, num_played, card_played, mask)
+        ev = out[: nv * nc].reshape(nv, nc)
+        return self._card_choice(ev, dec_p[:nd], bool(info[3]), bool(info[4]), mask)
 
     @staticmethod
     def _card_options(row: np.ndarray, mask: np.ndarray) -> dict[int, float]:
@@ -423,7 +442,8 @@ _FIELDS = (
     "num_up", "num_left", "num_bottom", "own_tickets", "stock_up", "opp_tickets", "stock_down",
 )  # fmt: skip
 _NO_TICKETS = np.zeros((0, H), np.int64)
-_Q = 7  # Gauss-Hermite nodes (the unrolled sums in _z_args assume 7)
+_Q = 7  # Gauss-Hermite nodes
+_Q8 = 8  # the pairwise table's stride: the nodes padded to one 8-lane vector
 assert len(_NODES) == _Q
 
 
@@ -481,53 +501,6 @@ def _race_inputs(left, pile, card_moves_f):
         var = max(total - 1, 0) * (ev2 * f[h] - e * e)
         sd[h] = np.sqrt(max(var, 0.0)) + 0.5
     return f, sd, s1
-
-
-@_njit
-def _table_args(pos, place, f, sd, R0, values, cards, need_all, need_elig, nodes):
-    """``-1.702 * args[i, sh, h, g, sg, q]``, ``args = (m_g - x_hq) / s_g`` of ``_outcomes`` for
-    number value i, h moving (sh) or not, g moving (sg) or not: the same operations, so the same
-    bits. Only entries some combination reads are filled (racing horses, states that occur, h
-    with a P(place <= t) to compute); the others are 0."""
-    nv, Q = len(values), len(nodes)
-    m = np.empty((nv, 2, 9))
-    for i in range(nv):
-        v = values[i]
-        for h in range(9):
-            Rf = (R0 - v) * f[h]
-            m[i, 0, h] = pos[h] + Rf
-            m[i, 1, h] = (pos[h] + v) + Rf
-    occurs = np.zeros((9, 2), np.bool_)  # horse h moving (1) or not (0) on some card
-    reads = np.zeros((9, 2), np.bool_)  # ... and then some P(place(h) <= t) is needed
-    for h in range(9):
-        if place[h] > 0:
-            continue
-        always = False
-        for t in range(9):
-            always = always or need_all[h, t]
-        elig = False
-        for t in range(9):
-            elig = elig or need_elig[h, t]
-        for c in range(cards.shape[0]):
-            s = 1 if cards[c, h] > 0 else 0
-            occurs[h, s] = True
-            if always or (s == 0 and elig):
-                reads[h, s] = True
-    args = np.zeros((nv, 2, 9, 9, 2, Q))
-    for i in range(nv):
-        for sh in range(2):
-            for h in range(9):
-                if not reads[h, sh]:
-                    continue
-                for q in range(Q):
-                    x = m[i, sh, h] + sd[h] * nodes[q]
-                    for g in range(9):
-                        if g == h:
-                            continue
-                        for sg in range(2):
-                            if occurs[g, sg]:
-                                args[i, sh, h, g, sg, q] = -1.702 * ((m[i, sg, g] - x) / sd[g])
-    return args
 
 
 @_njit
@@ -621,199 +594,315 @@ def _tickets(iv, start, count, thr, prof):
 
 
 @_njit
-def _prepare(iv, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof, L, exchanges,
-             deny_on, cards_phase, decline):  # fmt: skip
-    """Everything a decision reads, from the rounded observation ``iv`` (``_read``,
-    ``_down_weights``, ``_next_number``, the spread of the race), plus the combinations: number
-    values (the one to play, then a decline's) and movement cards (rank rows)."""
-    pos = iv[off[3] : off[3] + 9].copy()
-    place = np.empty(9, np.int64)
-    for h in range(9):
-        place[h] = int(iv[off[4] + h])
-    own_thr, own_prof = np.empty(9, np.int64), np.empty(9)
-    up_thr, up_prof = np.empty(9, np.int64), np.empty(9)
-    opp_thr, opp_prof = np.empty((n - 1, 9), np.int64), np.empty((n - 1, 9))
-    down_thr, down_prof = np.empty((9, D), np.int64), np.empty((9, D))
-    _tickets(iv, off[10], 9, own_thr, own_prof)
-    _tickets(iv, off[11], 9, up_thr, up_prof)
-    _tickets(iv, off[12], 9 * (n - 1), opp_thr, opp_prof)
-    _tickets(iv, off[13], 9 * D, down_thr, down_prof)
-    left = np.empty((n, V), np.int64)
-    for j in range(n * V):
-        left.flat[j] = int(iv[off[8] + j])
+def _pile_cards(iv, start, ncards):
+    """Indices of the movement cards marked in the observation's draw-pile field."""
     npile = 0
-    for j in range(card_ranks.shape[0]):
-        npile += iv[off[6] + j] > 0
+    for j in range(ncards):
+        npile += iv[start + j] > 0
     pile = np.empty(npile, np.int64)
     npile = 0
-    for j in range(card_ranks.shape[0]):
-        if iv[off[6] + j] > 0:
+    for j in range(ncards):
+        if iv[start + j] > 0:
             pile[npile] = j
             npile += 1
-    f, sd, R0 = _race_inputs(left, pile, card_moves_f)
-    # the face-down weights; the located tickets per colour: own, face-up, opponents', down
-    W = np.zeros((9, 9))
-    if exchanges:
-        seen_thr = np.empty((9, n + 1 + D), np.int64)
-        seen_prof = np.empty((9, n + 1 + D))
-        for c in range(9):
-            seen_thr[c, 0], seen_prof[c, 0] = own_thr[c], own_prof[c]
-            seen_thr[c, 1], seen_prof[c, 1] = up_thr[c], up_prof[c]
-            for k in range(n - 1):
-                seen_thr[c, 2 + k], seen_prof[c, 2 + k] = opp_thr[k, c], opp_prof[k, c]
-            for s in range(D):
-                seen_thr[c, n + 1 + s], seen_prof[c, n + 1 + s] = down_thr[c, s], down_prof[c, s]
-        W = _down_weights_fast(down_thr, down_prof, seen_thr, seen_prof, ct_thr, ct_prof)
-    # where the scores read P(place(h) <= t): always (own tickets, the opponents' known ones),
-    # and for a horse a combination could exchange (the face-up ticket, the face-down weights)
-    need_all = np.zeros((9, 9), np.bool_)
-    need_elig = np.zeros((9, 9), np.bool_)
-    _mark(need_all, own_thr)
+    return pile
+
+
+@_njit
+def _read_iv(iv, off, n, D, hv, place, thr, prof, left):
+    """Positions, places, tickets (rows: own, face-up, opponents'), the face-down stock's
+    located tickets and the number cards left, from the rounded observation ``iv``."""
+    for h in range(9):
+        hv[0, h] = iv[off[3] + h]
+        place[h] = int(iv[off[4] + h])
+    _tickets(iv, off[10], 9, thr[0], prof[0])
+    _tickets(iv, off[11], 9, thr[1], prof[1])
+    _tickets(iv, off[12], 9 * (n - 1), thr[2:], prof[2:])
+    down_thr, down_prof = np.empty((9, D), np.int64), np.empty((9, D))
+    _tickets(iv, off[13], 9 * D, down_thr, down_prof)
+    for j in range(left.size):
+        left.flat[j] = int(iv[off[8] + j])
+    return down_thr, down_prof
+
+
+@_njit
+def _weights(n, D, thr, prof, down_thr, down_prof, ct_thr, ct_prof):
+    """The face-down weights (``_down_weights``); located tickets: own, face-up, opponents',
+    face-down."""
+    seen_thr = np.empty((9, n + 1 + D), np.int64)
+    seen_prof = np.empty((9, n + 1 + D))
+    for c in range(9):
+        for r in range(n + 1):
+            seen_thr[c, r], seen_prof[c, r] = thr[r, c], prof[r, c]
+        for s in range(D):
+            seen_thr[c, n + 1 + s], seen_prof[c, n + 1 + s] = down_thr[c, s], down_prof[c, s]
+    return _down_weights_fast(down_thr, down_prof, seen_thr, seen_prof, ct_thr, ct_prof)
+
+
+@_njit
+def _needs(n, thr, W, exchanges, deny_on, cards_phase, need):
+    """Where the scores read P(place(h) <= t): ``need[0]`` always (own tickets, the
+    opponents' known ones), ``need[1]`` for a horse a combination could exchange (the face-up
+    ticket, the face-down weights); the exchange phase reads both for every horse."""
+    need[:] = False
+    _mark(need[0], thr[0])
     if exchanges:
         if deny_on:
             for k in range(n - 1):
-                _mark(need_all, opp_thr[k])
-        _mark(need_elig, up_thr)
+                _mark(need[0], thr[2 + k])
+        _mark(need[1], thr[1])
         for h in range(9):
             for t in range(9):
                 if W[h, t] != 0:
-                    need_elig[h, t] = True
-    num_played = iv[off[0]] > 0
-    card_played = iv[off[0] + 1] > 0
-    if not cards_phase:  # the exchange phase: the position as it stands, every horse
-        values = np.zeros(1)
-        cards = np.zeros((1, 9), np.int64)
+                    need[1, h, t] = True
+    if not cards_phase:
         for h in range(9):
             for t in range(9):
-                need_all[h, t] = need_all[h, t] or need_elig[h, t]
-                need_elig[h, t] = False
-        return (pos, place, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W,
-                need_all, need_elig, f, sd, R0, values, np.zeros(0), cards, num_played,
-                card_played)  # fmt: skip
-    # number options: the card to play now, or the distribution a decline turns up
-    if num_played:
-        values = np.array([iv[off[1]]])
-        dec_p = np.zeros(0)
+                need[0, h, t] = need[0, h, t] or need[1, h, t]
+                need[1, h, t] = False
+
+
+@_njit
+def _combos(iv, off, Ld, left0, card_ranks, pile, decline, values, dec_p, cards, info):
+    """The card phase's combinations: number values (the one to play, then a decline's, with
+    probabilities ``dec_p``) and movement cards (the one played, or open 1, open 2 and every
+    pile card); ``info``: their counts."""
+    nd = 0
+    if iv[off[0]] > 0:  # the number card is played
+        values[0] = iv[off[1]]
     else:
         up = int(iv[off[7]])
+        values[0] = up
         if decline:
             bottom0 = np.empty(Ld, np.int64)
             for j in range(Ld):
                 bottom0[j] = int(iv[off[9] + j])
-            dec_vals, dec_p = _next_number_fast(left[0], up, bottom0)
-        else:
-            dec_vals, dec_p = np.zeros(0, np.int64), np.zeros(0)
-        values = np.empty(1 + len(dec_vals))
-        values[0] = up
-        values[1:] = dec_vals
-    # movement options: the card played, or open 1, open 2 and every pile card
-    if card_played:
-        cards = np.empty((1, 9), np.int64)
+            dec_vals, dp = _next_number_fast(left0, up, bottom0)
+            nd = len(dec_vals)
+            for j in range(nd):
+                values[1 + j] = dec_vals[j]
+                dec_p[j] = dp[j]
+    if iv[off[0] + 1] > 0:  # the movement card is played
         for h in range(9):
             cards[0, h] = int(iv[off[2] + h])
+        nc = 1
     else:
-        cards = np.empty((2 + npile, 9), np.int64)
         for k in range(2):
             for h in range(9):
                 cards[k, h] = int(iv[off[5] + 9 * k + h])
-        for j in range(npile):
+        for j in range(len(pile)):
             cards[2 + j] = card_ranks[pile[j]]
-    return (pos, place, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W, need_all,
-            need_elig, f, sd, R0, values, dec_p, cards, num_played, card_played)  # fmt: skip
+        nc = 2 + len(pile)
+    info[0], info[1], info[2] = 1 + nd, nc, nd
 
 
 @_njit
-def _z_args(pos, place, L, values, cards, T, need_all, need_elig, z, den):
-    """Fill ``z / den`` with the arguments of phi whose P(place <= t) some score reads (the
-    division is left to numpy's vectorised one, same bits), for every combination b =
-    (values[b // nc], cards[b % nc]); returns how many. ``T[i, sh, h, g, sg,
-    q]``: P(g beats h at node q) for value i, h moving (sh) or not, g moving (sg) or not."""
-    Q = _Q
-    Tf = T.ravel()
-    nc = cards.shape[0]
-    mv = np.zeros(9, np.bool_)
-    newplace = np.zeros(9, np.int64)
-    offs = np.empty(9, np.int64)
-    ts = np.empty(9, np.int64)
-    mu = np.empty(Q)
-    s2 = np.empty(Q)
-    k = 0
-    for b in range(len(values) * nc):
-        i = b // nc
-        ranks = cards[b % nc]
-        F = _moves(pos, place, L, values[i], ranks, mv, newplace)
-        ns = 0  # the horses still racing after the move, as offsets into T's (g, sg) rows
-        for g in range(9):
-            if newplace[g] == 0:
-                offs[ns] = (2 * g + (1 if mv[g] else 0)) * Q
-                ns += 1
+def _prepare(iv, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof, exchanges,
+             deny_on, cards_phase, decline, hv, place, thr, prof, W, need, values, dec_p,
+             cards, info):  # fmt: skip
+    """Everything a decision reads, from the rounded observation ``iv`` (``_read``,
+    ``_down_weights``, ``_next_number``, the spread of the race), written into the work arrays:
+    ``hv`` rows: positions, spread f, sd; ``thr``/``prof`` rows: own, face-up, opponents'
+    tickets; the combinations (``_combos``); returns R0 (the number total still to come)."""
+    left = np.empty((n, V), np.int64)
+    down_thr, down_prof = _read_iv(iv, off, n, D, hv, place, thr, prof, left)
+    pile = _pile_cards(iv, off[6], card_ranks.shape[0])
+    f, sd, R0 = _race_inputs(left, pile, card_moves_f)
+    hv[1], hv[2] = f, sd
+    W[:] = 0.0
+    if exchanges:
+        W[:] = _weights(n, D, thr, prof, down_thr, down_prof, ct_thr, ct_prof)
+    _needs(n, thr, W, exchanges, deny_on, cards_phase, need)
+    info[3] = iv[off[0]] > 0
+    info[4] = iv[off[0] + 1] > 0
+    if not cards_phase:  # the exchange phase: the position as it stands
+        values[0] = 0.0
+        cards[0, :] = 0
+        info[0], info[1], info[2] = 1, 1, 0
+    else:
+        _combos(iv, off, Ld, left[0], card_ranks, pile, decline, values, dec_p, cards, info)
+    return R0
+
+
+@_njit
+def _reads(place, cards, nc, need):
+    """``occurs[h, s]``: racing horse h moving (s=1) or not on some card; ``reads[h, s]``: and
+    then some P(place(h) <= t) is needed."""
+    occurs = np.zeros((9, 2), np.bool_)
+    reads = np.zeros((9, 2), np.bool_)
+    for h in range(9):
+        if place[h] > 0:
+            continue
+        always = False
+        elig = False
+        for t in range(9):
+            always = always or need[0, h, t]
+            elig = elig or need[1, h, t]
+        for c in range(nc):
+            s = 1 if cards[c, h] > 0 else 0
+            occurs[h, s] = True
+            if always or (s == 0 and elig):
+                reads[h, s] = True
+    return occurs, reads
+
+
+@_njit
+def _table_args(hv, place, R0, values, nv, cards, nc, need, nodes, tbuf, tidx):
+    """``-1.702 * args`` with ``args = (m_g - x_hq) / s_g`` of ``_outcomes`` for number value
+    i, h moving (sh) or not, g moving (sg) or not (the same operations, so the same bits),
+    packed into ``tbuf``: entry (i, sh, h, g, sg) starts at ``tidx[i, sh, h, g, sg]``, its Q
+    nodes in sequence. Only entries some combination reads (racing horses, states that
+    occur, h with a P(place <= t) to compute); returns how many values."""
+    Q = len(nodes)
+    pos, f, sd = hv[0], hv[1], hv[2]
+    m = np.empty((nv, 2, 9))
+    for i in range(nv):
+        v = values[i]
         for h in range(9):
-            if newplace[h] > 0:
-                continue
-            el = ranks[h] == 0
-            nt = 0
-            for t in range(9):
-                if need_all[h, t] or (el and need_elig[h, t]):
-                    ts[nt] = t
-                    nt += 1
-            if nt == 0:
-                continue
-            base = ((2 * i + (1 if mv[h] else 0)) * 9 + h) * 18 * Q
-            own = (2 * h + (1 if mv[h] else 0)) * Q
-            # the sums over g in numpy's order (in sequence), 7 nodes in registers
-            m0 = m1 = m2 = m3 = m4 = m5 = m6 = 0.0
-            v0 = v1 = v2 = v3 = v4 = v5 = v6 = 0.0
-            for j in range(ns):
-                o = offs[j]
-                if o == own:
+            Rf = (R0 - v) * f[h]
+            m[i, 0, h] = pos[h] + Rf
+            m[i, 1, h] = (pos[h] + v) + Rf
+    occurs, reads = _reads(place, cards, nc, need)
+    x = np.empty(Q)
+    k = 0
+    for i in range(nv):
+        for sh in range(2):
+            for h in range(9):
+                if not reads[h, sh]:
                     continue
-                o += base
-                p = Tf[o]
-                m0 += p
-                v0 += p * (1 - p)
-                p = Tf[o + 1]
-                m1 += p
-                v1 += p * (1 - p)
-                p = Tf[o + 2]
-                m2 += p
-                v2 += p * (1 - p)
-                p = Tf[o + 3]
-                m3 += p
-                v3 += p * (1 - p)
-                p = Tf[o + 4]
-                m4 += p
-                v4 += p * (1 - p)
-                p = Tf[o + 5]
-                m5 += p
-                v5 += p * (1 - p)
-                p = Tf[o + 6]
-                m6 += p
-                v6 += p * (1 - p)
-            mu[0], mu[1], mu[2], mu[3], mu[4], mu[5], mu[6] = m0, m1, m2, m3, m4, m5, m6
-            s2[0], s2[1], s2[2], s2[3] = v0, v1, v2, v3
-            s2[4], s2[5], s2[6] = v4, v5, v6
-            for q in range(_Q):
-                s2[q] = np.sqrt(s2[q] + 0.08)
-            for j in range(nt):
-                c = ts[j] + 1 - F - 0.5
-                for q in range(_Q):
-                    z[k + q] = c - mu[q]
-                    den[k + q] = s2[q]
-                k += _Q
+                for q in range(Q):
+                    x[q] = m[i, sh, h] + sd[h] * nodes[q]
+                for g in range(9):
+                    for sg in range(2):
+                        if g == h or not occurs[g, sg]:
+                            continue
+                        tidx[i, sh, h, g, sg] = k
+                        for q in range(Q):
+                            tbuf[k + q] = -1.702 * ((m[i, sg, g] - x[q]) / sd[g])
+                        for q in range(Q, _Q8):  # padding, never read
+                            tbuf[k + q] = 0.0
+                        k += _Q8
     return k
 
 
 @_njit
-def _place_probs(pos, place, L, values, cards, need_all, need_elig, phz, weights):
-    """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere); ``phz``: phi of
-    _z_args' buffer."""
-    nc = cards.shape[0]
-    B = len(values) * nc
-    P = np.empty((B, 9, 9))
+def _combo_codes(hv, place, L, values, nv, cards, nc, need, code, Fb, zoff):
+    """Per combination b: ``code[b, g]`` 0 = g not racing after the move, 1 = racing and not
+    moved, 2 = racing and moved; ``Fb[b]`` the finished count; ``zoff[b, h]`` where the phi
+    arguments of (b, h) start in _z_args' buffer (b, h, t in order) and ``zoff[b, 9]`` their
+    end; returns how many arguments in all."""
+    pos = hv[0]
     mv = np.zeros(9, np.bool_)
     newplace = np.zeros(9, np.int64)
     k = 0
-    for b in range(B):
+    for b in range(nv * nc):
+        ranks = cards[b % nc]
+        Fb[b] = _moves(pos, place, L, values[b // nc], ranks, mv, newplace)
+        for g in range(9):
+            code[b, g] = 0 if newplace[g] > 0 else (2 if mv[g] else 1)
+        for h in range(9):
+            zoff[b, h] = k
+            if code[b, h] == 0:
+                continue
+            el = ranks[h] == 0
+            for t in range(9):
+                if need[0, h, t] or (el and need[1, h, t]):
+                    k += _Q
+        zoff[b, 9] = k
+    return k
+
+
+@_njit
+def _group_sums(tbuf, vbuf, nT, tidx, i, sh, h, code, group, ng, mu, s2):
+    """``mu[j, q]``, ``s2[j, q]`` for the combinations ``group[:ng]`` (h in state sh): the sums
+    over the other racing horses, in sequence (numpy's order), of P(g beats h) at node q and
+    its variance, one 8-lane row per combination (a horse not racing adds the zero row at
+    ``nT``: no change, all terms are >= +0.0); then ``s2 = sqrt(s2 + 0.08)``."""
+    for j in range(ng):
+        for q in range(_Q8):
+            mu[j, q] = 0.0
+            s2[j, q] = 0.0
+    for g in range(9):
+        if g == h:
+            continue
+        o0, o1 = tidx[i, sh, h, g, 0], tidx[i, sh, h, g, 1]
+        for j in range(ng):
+            c = code[group[j], g]
+            o = o1 if c == 2 else (o0 if c == 1 else nT)
+            for q in range(_Q8):
+                mu[j, q] += tbuf[o + q]
+                s2[j, q] += vbuf[o + q]
+    for j in range(ng):
+        for q in range(_Q8):
+            s2[j, q] = np.sqrt(s2[j, q] + 0.08)
+
+
+@_njit
+def _write_z(need, cards, nc, h, group, ng, Fb, zoff, mu, s2, z, den):
+    """The raw phi arguments ``t - F - 0.5 - mu`` and their divisors ``s2`` of (b, h) for the
+    group's combinations b, at the places _combo_codes gave them."""
+    for j in range(ng):
+        b = group[j]
+        el = cards[b % nc, h] == 0
+        k = zoff[b, h]
+        for t in range(9):
+            if not (need[0, h, t] or (el and need[1, h, t])):
+                continue
+            c = t + 1 - Fb[b] - 0.5
+            for q in range(_Q):
+                z[k + q] = c - mu[j, q]
+                den[k + q] = s2[j, q]
+            k += _Q
+
+
+@_njit
+def _z_args(hv, place, L, values, nv, cards, nc, need, tbuf, vbuf, nT, tidx, z, den):
+    """``tbuf`` (numpy's exp of ``_table_args``) becomes phi and ``vbuf`` phi (1 - phi); then
+    ``z`` gets ``-1.702 * (t - F - 0.5 - mu) / sig`` (the argument of exp in phi) wherever a
+    score reads P(place(h) <= t), for every combination b = (values[b // nc], cards[b % nc]),
+    in (b, h, t) order; returns how many."""
+    for j in range(nT):
+        p = 1.0 / (1.0 + tbuf[j])
+        tbuf[j] = p
+        vbuf[j] = p * (1 - p)
+    tbuf[nT : nT + _Q8] = 0.0  # the zero row
+    vbuf[nT : nT + _Q8] = 0.0
+    B = nv * nc
+    code = np.empty((B, 9), np.int64)
+    Fb = np.empty(B, np.int64)
+    zoff = np.empty((B, 10), np.int64)
+    k = _combo_codes(hv, place, L, values, nv, cards, nc, need, code, Fb, zoff)
+    group = np.empty(nc, np.int64)
+    mu = np.empty((nc, _Q8))
+    s2 = np.empty((nc, _Q8))
+    for i in range(nv):
+        for h in range(9):
+            for sh in range(2):  # the combinations where h races, moved (sh = 1) or not
+                ng = 0
+                for c in range(nc):
+                    b = i * nc + c
+                    if code[b, h] == 1 + sh and zoff[b, h + 1] > zoff[b, h]:
+                        group[ng] = b
+                        ng += 1
+                if ng:
+                    _group_sums(tbuf, vbuf, nT, tidx, i, sh, h, code, group, ng, mu, s2)
+                    _write_z(need, cards, nc, h, group, ng, Fb, zoff, mu, s2, z, den)
+    for j in range(k):  # apart, so that it runs vectorised
+        z[j] = (z[j] / den[j]) * -1.702
+    return k
+
+
+@_njit
+def _place_probs(hv, place, L, values, nv, cards, nc, need, ez, nz, weights, P):
+    """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere); ``ez``: numpy's exp of
+    _z_args' buffer (``nz`` values)."""
+    for j in range(nz):  # phi, vectorised
+        ez[j] = 1.0 / (1.0 + ez[j])
+    pos = hv[0]
+    mv = np.zeros(9, np.bool_)
+    newplace = np.zeros(9, np.int64)
+    k = 0
+    for b in range(nv * nc):
         ranks = cards[b % nc]
         _moves(pos, place, L, values[b // nc], ranks, mv, newplace)
         for h in range(9):
@@ -823,15 +912,14 @@ def _place_probs(pos, place, L, values, cards, need_all, need_elig, phz, weights
                 continue
             el = ranks[h] == 0
             for t in range(9):
-                if need_all[h, t] or (el and need_elig[h, t]):
+                if need[0, h, t] or (el and need[1, h, t]):
                     acc = 0.0
                     for q in range(_Q):  # einsum's order
-                        acc += phz[k + q] * weights[q]
+                        acc += ez[k + q] * weights[q]
                     k += _Q
                     P[b, h, t] = acc
                 else:
                     P[b, h, t] = 0.0
-    return P
 
 
 @_njit
@@ -842,55 +930,65 @@ def _ev(P, b, thr, prof, out):
 
 
 @_njit
-def _scores(P, place, cards, own_thr, own_prof, up_thr, up_prof, opp_thr, opp_prof, W,
-            exchanges, deny):  # fmt: skip
-    """The value of every combination for this player (``_DerbyBase._score``)."""
-    B = P.shape[0]
-    nc = cards.shape[0]
-    out = np.empty(B)
+def _exchange_best(P, b, ranks, place, thr, prof, W, own, up):
+    """The best gain of an exchange combination b allows (0 if none gains)."""
+    _ev(P, b, thr[1], prof[1], up)
+    best = 0.0
+    for c in range(9):
+        if ranks[c] != 0 or place[c] > 0:  # exchange colours still racing only
+            continue
+        gain = max(up[c], _dot9(P[b, c], W[c])) - own[c]
+        best = max(best, gain)
+    return best
+
+
+@_njit
+def _scores(P, B, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out):
+    """The value of every combination for this player (``_DerbyBase._score``) into ``out``."""
     own = np.empty(9)
     up = np.empty(9)
     tmp = np.empty(9)
     pairwise = B == 1
     for b in range(B):
-        _ev(P, b, own_thr, own_prof, own)
+        _ev(P, b, thr[0], prof[0], own)
         score = _sum9(own, pairwise)
         if exchanges:
-            ranks = cards[b % nc]
-            _ev(P, b, up_thr, up_prof, up)
-            best = 0.0
-            for c in range(9):
-                if ranks[c] != 0 or place[c] > 0:  # exchange colours still racing only
-                    continue
-                gain = max(up[c], _dot9(P[b, c], W[c])) - own[c]
-                best = max(best, gain)
-            score = score + best
-            if opp_thr.shape[0] > 0:
+            score = score + _exchange_best(P, b, cards[b % nc], place, thr, prof, W, own, up)
+            if nopp > 0:
                 opp = 0.0
-                for k in range(opp_thr.shape[0]):
-                    _ev(P, b, opp_thr[k], opp_prof[k], tmp)
+                for k in range(nopp):
+                    _ev(P, b, thr[2 + k], prof[2 + k], tmp)
                     opp = opp + _sum9(tmp, pairwise)
-                score = score - deny * opp / opp_thr.shape[0]
+                score = score - deny * opp / nopp
         out[b] = score
-    return out
 
 
 @_njit
-def _exchange_gains(P, own_thr, own_prof, up_thr, up_prof, W):
-    """``_DerbyBase._exchange``'s gains per colour: face-up ticket, top face-down ticket."""
+def _exchange_gains(P, thr, prof, W, out):
+    """``_DerbyBase._exchange``'s gains per colour: ``out[c]`` the face-up ticket,
+    ``out[9 + c]`` the top face-down ticket."""
     own = np.empty(9)
     up = np.empty(9)
-    _ev(P, 0, own_thr, own_prof, own)
-    _ev(P, 0, up_thr, up_prof, up)
+    _ev(P, 0, thr[0], prof[0], own)
+    _ev(P, 0, thr[1], prof[1], up)
     prod = np.empty(9)
-    gain_up = np.empty(9)
-    gain_down = np.empty(9)
     for c in range(9):
         for t in range(9):
             prod[t] = P[0, c, t] * W[c, t]
-        gain_up[c] = up[c] - own[c]
-        gain_down[c] = _sum9(prod, True) - own[c]  # (P_le[0] * W).sum(1): contiguous rows
-    return gain_up, gain_down
+        out[c] = up[c] - own[c]
+        out[9 + c] = _sum9(prod, True) - own[c]  # (P_le[0] * W).sum(1): contiguous rows
+
+
+@_njit
+def _values(hv, place, L, values, nv, cards, nc, need, ez, nz, weights, P, thr, prof, nopp,
+            W, exchanges, deny, cards_phase, out):  # fmt: skip
+    """The placing probabilities, then the scores of the combinations (card phase) or the
+    exchange gains (exchange phase) into ``out``."""
+    _place_probs(hv, place, L, values, nv, cards, nc, need, ez, nz, weights, P)
+    if cards_phase:
+        _scores(P, nv * nc, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out)
+    else:
+        _exchange_gains(P, thr, prof, W, out)
 
 
 class DerbyProjection(_DerbyBase):
@@ -910,3 +1008,102 @@ POLICIES = {
     "derby_projection": DerbyProjection,
     "derby_exchange": DerbyExchange,
 }
+
+
+# ----- a per-player leaf value for search (ISMCTS ``leaf="heuristic"``) ----------------------
+# The same race model, read from a (determinized) state, which holds every player's tickets:
+# each racing horse ends at N(m_h, sd_h^2) as in ``_outcomes``; the chance that a player wins
+# is estimated over a fixed table of normal draws (common random numbers: the same draws at
+# every leaf, so leaves are compared without sampling noise between them, and no rng is used).
+_LEAF_DRAWS = 32
+_LEAF_Z = np.random.default_rng(20261201).standard_normal((_LEAF_DRAWS, H))
+_LEAF_Z = np.concatenate([_LEAF_Z, -_LEAF_Z])  # antithetic pairs
+_LEAF_TABLES: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+@_njit
+def _win_shares(pos, place, m, sd, thr, prof, Z):
+    """Each player's expected win share (ties split) when racing horse h ends at
+    ``m[h] + sd[h] * Z[s, h]`` (draw s), finished horses keep their places."""
+    n = thr.shape[0]
+    out = np.zeros(n)
+    mean = np.zeros(n)
+    nfin = 0
+    for h in range(9):
+        nfin += place[h] > 0
+    x = np.empty(9)
+    pl = np.empty(9, np.int64)
+    score = np.empty(n)
+    for s in range(Z.shape[0]):
+        for h in range(9):
+            x[h] = m[h] + sd[h] * Z[s, h]
+        for h in range(9):
+            if place[h] > 0:
+                pl[h] = place[h]
+                continue
+            ahead = 0
+            for g in range(9):
+                if place[g] == 0 and g != h and (x[g] > x[h] or (x[g] == x[h] and g < h)):
+                    ahead += 1
+            pl[h] = nfin + 1 + ahead
+        top = -1.0
+        for q in range(n):
+            t = 0.0
+            for c in range(9):
+                if pl[c] <= thr[q, c]:
+                    t += prof[q, c]
+            score[q] = t
+            mean[q] += t
+            top = max(top, t)
+        k = 0
+        for q in range(n):
+            k += score[q] == top
+        for q in range(n):
+            if score[q] == top:
+                out[q] += 1.0 / k
+    return out / Z.shape[0], mean / Z.shape[0]
+
+
+def race_outlook(state, mode: str = "win") -> np.ndarray:
+    """What a Derby position (a full state: all tickets known, e.g. a search's determinization)
+    is worth to every player under the heuristics' race model, as ``state.returns(mode)``
+    would give it at the end: ``"win"``: the chance to win (ties split) minus 1/n;
+    ``"score"``: the expected score; ``"margin"``: the expected score minus the others' mean.
+    A finished game gives its returns."""
+    if state.is_terminal():
+        return state.returns(mode)
+    win, score = race_win_shares(state)
+    n = len(win)
+    if mode == "win":
+        return win - 1.0 / n
+    if mode == "margin":
+        return (n * score - score.sum()) / (n - 1)
+    return score
+
+
+def race_win_shares(state) -> tuple[np.ndarray, np.ndarray]:
+    """Every player's chance of winning an unfinished Derby position (a full state) under the
+    heuristics' race model (sums to 1), and their expected scores."""
+    g = state.game
+    tables = _LEAF_TABLES.get(id(g))
+    if tables is None or tables[0] is not g:
+        tables = _LEAF_TABLES[id(g)] = (
+            g,
+            np.asarray(g.threshold, np.int64),
+            np.asarray(g.profit, np.float64),
+            (g.card_ranks > 0).astype(np.float64),
+        )
+    _, thr_of, prof_of, moves_f = tables
+    hand = np.asarray(state.hand, np.int64)
+    left = np.asarray(state.num_left, np.int64)
+    unplayed = np.asarray(state.pile + [c for c in state.open if c >= 0], np.int64)
+    f, sd, R = _race_inputs(left, unplayed, moves_f)
+    if state.num_card and state.move_card < 0:  # a number played, its card still to come
+        R = R + state.num_card
+    pos = np.asarray(state.pos, np.float64)
+    m = pos + R * f
+    return _win_shares(pos, np.asarray(state.place, np.int64), m, sd, thr_of[hand], prof_of[hand],
+                       _LEAF_Z)  # fmt: skip
+
+
+LEAF_VALUES = {"derby": race_outlook}

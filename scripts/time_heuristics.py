@@ -1,4 +1,4 @@
-"""Decision times of the strongest Demolition Derby / Kentucky Derby heuristics, before and after.
+"""Decision times of the strongest heuristics of every game, before and after the speed work.
 
 Usage::
 
@@ -9,6 +9,11 @@ every position the current agent and a frozen copy of the implementation before 
 speed work (``Ref*`` below) are timed one after the other with the same seeded rng, and
 their choices and rng use are checked to agree. Figures: per-decision median and mean over
 the positions (the median over ``rounds`` repetitions of each), and their ratios.
+
+``derby_exchange`` (Derby 4p) is timed against its numpy model (``fast=False``), the
+implementation before the issue-12 speed work, kept in ``agents/derby.py`` as the reference
+the compiled path must match bit for bit; ``first_call_ms`` is the first decision of the
+process (loading numba's cached kernels, or compiling them when the cache is cold).
 
 ``kd_value`` keeps the best actions of each betting situation it has seen; ``new`` is a fresh
 agent meeting the positions in play order (the cache fills as it goes, as in a session),
@@ -250,21 +255,40 @@ def time_in_play(game, ref, new, sessions: int) -> dict:
     return out
 
 
+def time_derby(count: int, rounds: int) -> dict:
+    """derby_exchange, Derby 4p: the compiled path against the numpy model (same run, same
+    positions, same choices checked), and the first call of the process (kernel load)."""
+    g = make_game("derby", num_players=4)
+    pos = positions(g, count)
+    fast = make_policy("derby_exchange", g)
+    s, p = pos[0]
+    t = time.perf_counter()
+    fast.act(s.observation(p), s.legal_mask(p), np.random.default_rng(0))
+    first = time.perf_counter() - t
+    out = time_pair(make_policy("derby_exchange", g, fast=False), fast, pos, rounds)
+    out["first_call_ms"] = 1e3 * first
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--positions", type=int, default=400)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--only", choices=("dd_tactical", "kd_value"), help="time one heuristic only")
+    ap.add_argument(
+        "--only", choices=("dd_tactical", "kd_value", "derby_exchange"), help="time one only"
+    )
     args = ap.parse_args(argv)
     results = {}
-    for n in (2, 4) if args.only != "kd_value" else ():
+    if args.only in (None, "derby_exchange"):
+        results["derby_exchange 4p"] = time_derby(args.positions, args.rounds)
+    for n in (2, 4) if args.only in (None, "dd_tactical") else ():
         g = make_game("demolition_derby", num_players=n)
         pos = positions(g, args.positions)
         results[f"dd_tactical {n}p"] = time_pair(
             RefDDTactical(g), make_policy("dd_tactical", g), pos, args.rounds
         )
-    if args.only != "dd_tactical":
+    if args.only in (None, "kd_value"):
         g = make_game("kentucky_derby", num_players=5)
         pos = positions(g, args.positions)
         results["kd_value 5p"] = time_pair(
@@ -282,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                     f" | {k} median {r[k]['median_us']:7.1f} us mean {r[k]['mean_us']:7.1f} us"
                     f" (x{r[f'ratio_median_{k}']:.1f} / x{r[f'ratio_mean_{k}']:.1f})"
                 )
+        if "first_call_ms" in r:
+            line += f" | first call {r['first_call_ms']:.0f} ms"
         print(line)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
