@@ -400,9 +400,20 @@ class StateFields:
     def install(self, cls: type) -> None:
         """Give ``cls`` the derived ``clone``, ``_dump`` and ``_load`` it does not define."""
         own = cls.__dict__
+        declaration = self
+
+        def _dump(state: Any) -> dict[str, Any]:
+            return declaration.dump(state)
+
+        def _load(state: Any, payload: Mapping[str, Any]) -> None:
+            declaration.load(state, payload)
+
+        _dump.__doc__, _load.__doc__ = StateFields.dump.__doc__, StateFields.load.__doc__
         if "clone" not in own:
             cls.clone = self.make_clone(cls)
         if "_dump" not in own:
-            cls._dump = lambda state: self.dump(state)
+            _dump.__qualname__ = f"{cls.__name__}._dump"
+            cls._dump = _dump
         if "_load" not in own:
-            cls._load = lambda state, payload: self.load(state, payload)
+            _load.__qualname__ = f"{cls.__name__}._load"
+            cls._load = _load
