@@ -202,6 +202,12 @@ def rllib_config_from_dict(raw: dict[str, Any]) -> RLlibTrainConfig:
         evaluation=cfg.evaluation,
     )
     cross_check(shared)
+    for check in RLLIB_CHECKS:
+        check(cfg)
+    return cfg
+
+
+def check_learner_seats(cfg: RLlibTrainConfig) -> None:
     n = cfg.num_players
     r = cfg.rllib
     if r.learner_seats is not None and r.learner_seats > n - 1:
@@ -214,21 +220,44 @@ def rllib_config_from_dict(raw: dict[str, Any]) -> RLlibTrainConfig:
             "config key 'opponents.self_play.enabled': with rllib.learner_seats: null every "
             "seat is the learner already; set learner_seats to a number to add snapshots"
         )
+
+
+def check_minibatch(cfg: RLlibTrainConfig) -> None:
+    r = cfg.rllib
     if r.minibatch_size > r.train_batch_size:
         raise ConfigError(
             f"config key 'rllib.minibatch_size': got {r.minibatch_size}, expected at most "
             f"rllib.train_batch_size = {r.train_batch_size}"
         )
+
+
+RUNTIME_ENV_FIELDS = (
+    "pip",
+    "uv",
+    "conda",
+    "working_dir",
+    "py_modules",
+    "env_vars",
+    "excludes",
+    "config",
+)
+
+
+def check_cluster(cfg: RLlibTrainConfig) -> None:
+    """A given Ray address is not blank; runtime_env has only fields Ray knows."""
+    r = cfg.rllib
     if r.address is not None and not r.address.strip():
         raise ConfigError("config key 'rllib.address': expected null or a Ray address")
-    known = {"pip", "uv", "conda", "working_dir", "py_modules", "env_vars", "excludes", "config"}
-    unknown = sorted(set(r.runtime_env) - known)
+    unknown = sorted(set(r.runtime_env) - set(RUNTIME_ENV_FIELDS))
     if unknown:
         raise ConfigError(
             f"config key 'rllib.runtime_env.{unknown[0]}': unknown runtime_env field; known: "
-            + ", ".join(sorted(known))
+            + ", ".join(sorted(RUNTIME_ENV_FIELDS))
         )
-    return cfg
+
+
+#: The checks of the RLlib-only settings (after the shared game-aware ones), in order.
+RLLIB_CHECKS = (check_learner_seats, check_minibatch, check_cluster)
 
 
 def describe() -> str:
