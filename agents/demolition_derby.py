@@ -226,6 +226,7 @@ class DDTactical:
         c._masks = {}
         c._priv = {}
         c._priv_src = None
+        c._obs_src = None
         c._priv_base = {}
         return c
 

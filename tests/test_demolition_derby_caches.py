@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from derby_envs.core.policy import UniformRandomPolicy
+from derby_envs.games.demolition_derby import abilities as dd_abilities
 from derby_envs.games.demolition_derby import observer as dd_observer
 from derby_envs.games.demolition_derby import strengths as dd_strengths
 from derby_envs.games.demolition_derby.engine import CHOOSE, DEPLOY, OVER
@@ -131,10 +132,20 @@ def test_strength_memo_is_the_recount(n: int, variant: str) -> None:
     assert lineups_with_modifiers > 0  # the memoised path was exercised
 
 
-def test_observations_do_not_depend_on_cache_history() -> None:
-    """A state observed step by step and a fresh restore of it observe the same vectors."""
-    g = make_game("demolition_derby", num_players=4)
-    for s in play(4, "standard", range(1)):
+@pytest.mark.parametrize(("n", "variant"), [(2, "standard"), (4, "standard"), (6, "mekk_mania")])
+def test_observations_do_not_depend_on_cache_history(n: int, variant: str) -> None:
+    """A state played step by step (its caches kept across levels and turns while the
+    lineups allow) and a fresh restore of it agree: observations, masks, Strengths, Derby
+    scores and protections."""
+    g = make_game("demolition_derby", num_players=n, variant=variant)
+    checked = 0
+    for s in play(n, variant, range(2)):
         fresh = g.state_from_dict(s.to_dict())
-        for p in range(4):
+        assert s.strengths() == fresh.strengths()
+        assert s.projected_scores() == fresh.projected_scores()
+        assert dd_abilities.protectors(s) == dd_abilities.protectors(fresh)
+        for p in range(n):
             assert np.array_equal(s.observation(p), fresh.observation(p))
+            assert np.array_equal(s.legal_mask(p), fresh.legal_mask(p))
+        checked += 1
+    assert checked > 50

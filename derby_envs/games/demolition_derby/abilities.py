@@ -477,4 +477,5 @@ def apply_level(s: DemolitionDerbyState) -> None:
             s.owner[give], s.owner[take] = q, p
             s.this_turn[give] = s.this_turn[take] = False
             s.events.append(("swap", p, give, take, q, src))
-    s._str = s._prot = s._scores = None
+    if discards or face_downs or gains or swaps:
+        s._clear_lineup_caches()

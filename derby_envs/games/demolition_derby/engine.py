@@ -265,6 +265,26 @@ class DemolitionDerbyGame(Game):
     _private_gather = obs.private_gather
 
     @cached_property
+    def _reads_this_turn(self) -> tuple[bool, bool]:
+        """Whether an ability the (Strengths, protections) depend on reads "deployed this
+        turn" (then the end of a turn changes them)."""
+        ds = self.cards.designs
+        strength = any(
+            any(k == "only_of_type_this_turn" for k, _ in op.cond)
+            or (op.per is not None and op.per.this_turn is not None)
+            for d in ds
+            if d.index in self._modifier_designs[1]
+            for op in d.ops
+        )
+        protect = any(
+            any(k == "only_of_type_this_turn" for k, _ in op.cond)
+            for d in ds
+            for op in d.ops
+            if op.op == "protect"
+        )
+        return strength, protect
+
+    @cached_property
     def _win_if_designs(self) -> frozenset[int]:
         return frozenset(
             d.index
@@ -379,6 +399,7 @@ class DemolitionDerbyState(State):
         Derived("_priv_base", copy="array"),
         Cache("_priv_src"),
         Cache("_pub"),
+        Cache("_obs_src"),
         Cache("_str"),
         Cache("_prot"),
         Cache("_scores"),
@@ -423,17 +444,29 @@ class DemolitionDerbyState(State):
     # ----- caches ---------------------------------------------------------------------
     def _clear_caches(self) -> None:
         """Drop every cache (anything may have changed, the hands included)."""
+        self._clear_hand_caches()
+        self._clear_lineup_caches()
+
+    def _clear_hand_caches(self) -> None:
+        """Drop what depends on the hands (and the views)."""
         # every player's private part from the hands alone, in one vector (see
-        # _private_source); it lasts while the hands do
+        # observer.private_source); it lasts while the hands do
         self._priv_src: np.ndarray | None = None
         self._priv_base: dict[int, np.ndarray] = {}  # the same per player, with few players
         self._clear_level_caches()
 
     def _clear_level_caches(self) -> None:
-        """Drop what resolving a level can change (lineups, piles, choices), not the hands."""
+        """Drop the views (masks, observation parts): a level's choices and piles change
+        them. What the lineups decide is dropped by ``_clear_lineup_caches``."""
         self._masks: dict[int, np.ndarray] = {}
         self._priv: dict[int, np.ndarray] = {}
         self._pub: np.ndarray | None = None
+        self._obs_src: np.ndarray | None = None  # [private source | public part]
+
+    def _clear_lineup_caches(self) -> None:
+        """Drop what the lineups (cards, faces, deployed this turn) decide: Strengths,
+        protections, Derby scores. Kept while they do not change (a level without effect,
+        the end of a turn when no such ability reads "deployed this turn")."""
         self._str: list[int] | None = None
         self._prot: list[tuple[int, int, Op]] | None = None
         self._scores: tuple[list[int], list[int]] | None = None
@@ -474,6 +507,7 @@ class DemolitionDerbyState(State):
         self.this_turn = [False] * N
         self.instant_done = [False] * N
         self.turn = 0
+        self._clear_lineup_caches()
         self._start_turn()
 
     def _start_turn(self) -> None:
@@ -483,7 +517,7 @@ class DemolitionDerbyState(State):
         self.movers = list(range(n))
         self.level = -1
         self.tasks = []
-        self._clear_caches()
+        self._clear_hand_caches()  # the lineup caches: see _start_derby, _end_turn
 
     # ----- whose move -----------------------------------------------------------------
     def current_players(self) -> list[int]:
@@ -504,21 +538,25 @@ class DemolitionDerbyState(State):
         return self._mask(player).copy()
 
     def _compute_mask(self, player: int) -> np.ndarray:
+        # written into a bytearray (element writes on a bytearray are far cheaper than a
+        # fancy assignment on an array), then viewed as the int8 mask
         g = self.game
-        mask = np.zeros(g.num_actions, np.int8)
+        m = bytearray(g.num_actions)
         if player not in self.movers:
-            return mask
-        if self.phase == DEPLOY:
+            pass
+        elif self.phase == DEPLOY:
             if self.picks[player]:
-                avail = self.hand_counts(player, minus_picks=True)
-                mask[[d for d, k in enumerate(avail) if k > 0]] = 1
+                for d, k in enumerate(self.hand_counts(player, minus_picks=True)):
+                    if k > 0:
+                        m[d] = 1
             else:
                 cd = g.cards.card_design
-                mask[[cd[c] for c in self.hands[player]]] = 1
+                for c in self.hands[player]:
+                    m[cd[c]] = 1
         else:
-            task = self._pending_task(player)
-            mask[list(task.opts)] = 1
-        return mask
+            for a in self._pending_task(player).opts:
+                m[a] = 1
+        return np.frombuffer(m, np.int8)
 
     def is_legal(self, player: int, action: int) -> bool:
         return 0 <= action < self.game.num_actions and bool(self._mask(player)[action])
@@ -600,7 +638,8 @@ class DemolitionDerbyState(State):
         cs = self.game.cards
         strength = cs.card_strength
         while True:
-            self._clear_level_caches()  # levels never change the hands
+            self._clear_level_caches()  # levels never change the hands (apply_level
+            # drops the lineup caches when it changes a lineup)
             if not self.queue:
                 self._end_turn()
                 return
@@ -626,7 +665,6 @@ class DemolitionDerbyState(State):
             self.movers = sorted({t.player for t in tasks if t.opts is not None})
             if self.movers:
                 self.phase = CHOOSE
-                self._clear_level_caches()
                 return
             ab.apply_level(self)
 
@@ -637,7 +675,11 @@ class DemolitionDerbyState(State):
         for lineup in self.lineups:
             for c in lineup:
                 self.this_turn[c] = False
-        self._str = self._prot = self._scores = None  # filters may read "this turn"
+        strengths_read, protections_read = self.game._reads_this_turn
+        if strengths_read:
+            self._str = self._scores = None
+        if protections_read or self.turn_protect:
+            self._prot = None
         self.turn_protect = []
         self.stoppers = []
         self.discard_turn = []

@@ -200,6 +200,19 @@ def observation_bounds(g: DemolitionDerbyGame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def observation(s: DemolitionDerbyState, player: int) -> np.ndarray:
+    g = s.game
+    if g._n >= _SHARED_PRIVATE_MIN and s.phase != OVER:
+        # one gather from [private source | public part] gives the whole vector (cheaper
+        # than a private and a public part joined), then this phase's own values on top
+        src = s._obs_src
+        if src is None:
+            pub = s._pub
+            if pub is None:
+                pub = s._pub = build_public(s)
+            src = s._obs_src = np.concatenate((private_source(s), pub))
+        v = src.take(observation_gather(g, min(s.turn, g._n - 1))[player])
+        overlay_private(s, v, player)
+        return v
     pub = s._pub
     if pub is None:
         pub = s._pub = build_public(s)
@@ -208,7 +221,24 @@ def observation(s: DemolitionDerbyState, player: int) -> np.ndarray:
         priv = s._priv[player] = build_private(s, player)
     if player == 0:  # seat 0's relative order is the absolute one
         return np.concatenate((priv, pub))
-    return np.concatenate((priv, pub.take(s.game._public_perm[player])))
+    return np.concatenate((priv, pub.take(g._public_perm[player])))
+
+
+def observation_gather(g: DemolitionDerbyGame, known: int) -> np.ndarray:
+    """Per player (rows): where each observation value is taken from in a state's
+    ``[private_source | public part]`` (:func:`private_gather`, then the public part in the
+    player's seat order, :func:`public_perm`)."""
+    memo = g.__dict__.setdefault("_observation_gather_memo", {})
+    hit = memo.get(known)
+    if hit is None:
+        gather, _ = private_gather(g, known)
+        n, W = g._n, g.num_designs + len(g.cards.types)
+        base = (2 * n + 1) * W + n + 2  # the private source's size (see private_source)
+        perms = g._public_perm
+        hit = memo[known] = np.stack(
+            [np.concatenate((gather[p], base + perms[p])) for p in range(g._n)]
+        )
+    return hit
 
 
 def build_private(s: DemolitionDerbyState, p: int) -> np.ndarray:
@@ -223,7 +253,13 @@ def build_private(s: DemolitionDerbyState, p: int) -> np.ndarray:
         if base is None:
             base = s._priv_base[p] = build_private_base(s, p)
         v = base.copy()
-    # what this phase's own picks and choices change, laid over the hands' part
+    overlay_private(s, v, p)
+    return v
+
+
+def overlay_private(s: DemolitionDerbyState, v: np.ndarray, p: int) -> None:
+    """Lay what this phase's own picks and choices change over the hands' part (in place)."""
+    g = s.game
     o = g._starts
     v[0] = p in s.movers
     picks = s.picks[p]
@@ -243,7 +279,6 @@ def build_private(s: DemolitionDerbyState, p: int) -> np.ndarray:
             v[o["decision_card"] + t.card_design] = 1.0
             v[o["decision_ability"] + t.design] = 1.0
             v[o["decisions_left"]] = min(len(mine), 8) / 8
-    return v
 
 
 def private_source(s: DemolitionDerbyState) -> np.ndarray:

@@ -91,6 +91,7 @@ def build(s: DemolitionDerbyState, d: Mapping[str, Any]) -> None:
     _set_history(s, d)
     s.turn_protect, s.stoppers, s.queue, s.events = [], [], [], []
     s._start_turn()
+    s._clear_lineup_caches()
 
 
 def _set_history(s: DemolitionDerbyState, d: Mapping[str, Any]) -> None:

@@ -29,6 +29,7 @@ def compute_strengths(s: DemolitionDerbyState, derby: bool) -> list[int]:
     g = s.game
     cs = g.cards
     fu, tt = s.face_up, s.this_turn
+    cd = cs.card_design
     # only face-up cards of these designs change a Strength: a lineup without one keeps
     # the printed Strengths (never below 0: printed Strengths are validated >= 0)
     memo = g._strength_memo
@@ -51,9 +52,11 @@ def compute_strengths(s: DemolitionDerbyState, derby: bool) -> list[int]:
         if memo is None:
             vals = lineup_strengths(s, q, lineup, derby)
         else:
-            # a lineup's Strengths depend on its cards, their order and faces and which
+            # a lineup's Strengths depend on its cards' designs (two copies of a design are
+            # alike: the rules read a card's design, type and printed Strength, and whether
+            # it is the ability's own card, which is its slot), their order, faces and which
             # were deployed this turn (the memo is only used when nothing else is read)
-            key = (derby, *[c * 4 + 2 * fu[c] + tt[c] for c in lineup])
+            key = (derby, *[cd[c] * 4 + 2 * fu[c] + tt[c] for c in lineup])
             vals = memo.get(key)
             if vals is None:
                 if len(memo) >= _MEMO_CAP:
