@@ -400,6 +400,7 @@ class DemolitionDerbyState(State):
         Cache("_priv_src"),
         Cache("_pub"),
         Cache("_obs_src"),
+        Cache("_pub_lineups"),
         Cache("_str"),
         Cache("_prot"),
         Cache("_scores"),
@@ -470,6 +471,8 @@ class DemolitionDerbyState(State):
         self._str: list[int] | None = None
         self._prot: list[tuple[int, int, Op]] | None = None
         self._scores: tuple[list[int], list[int]] | None = None
+        # the last public part built while these held: its lineup block is still right
+        self._pub_lineups: np.ndarray | None = None
 
     def _touch_private(self, player: int) -> None:
         self._masks.pop(player, None)
@@ -677,9 +680,9 @@ class DemolitionDerbyState(State):
                 self.this_turn[c] = False
         strengths_read, protections_read = self.game._reads_this_turn
         if strengths_read:
-            self._str = self._scores = None
+            self._str = self._scores = self._pub_lineups = None
         if protections_read or self.turn_protect:
-            self._prot = None
+            self._prot = self._pub_lineups = None  # the lineup block shows protections
         self.turn_protect = []
         self.stoppers = []
         self.discard_turn = []

@@ -350,13 +350,40 @@ def build_private_base(s: DemolitionDerbyState, p: int) -> np.ndarray:
 
 
 def build_public(s: DemolitionDerbyState) -> np.ndarray:
+    """The public part in absolute seat order (``public_perm`` orders it for a player).
+
+    Incremental where it pays: while the lineups' caches last (no lineup, face or Strength
+    changed since the last build: a level without effect, a turn's end), the lineup block
+    of the last build is reused and only what moved is rewritten (the head, the Instants
+    pending, "deployed this turn" at a turn's end, the piles)."""
     g = s.game
-    cd = g.cards.card_design
+    v = np.zeros(g.observation_size - g.private_size, np.float32) if s.phase == OVER else None
+    if v is not None:  # the match is over: no hands, no lineups shown
+        head = _public_head(s, None)
+        v[: len(head)] = head
+        return v
+    st = s.strengths()  # first: the Derby scores start from these
+    base = s._pub_lineups
+    if base is None:
+        v = np.zeros(g.observation_size - g.private_size, np.float32)
+        _write_lineups(s, v, st)
+        s._pub_lineups = v  # never written to again: later builds copy it
+        v = v.copy()
+    else:
+        v = base.copy()
+        _rewrite_moving_flags(s, v)
+    head = _public_head(s, derby_scores(s))
+    v[: len(head)] = head
+    _write_piles(s, v)
+    return v
+
+
+def _public_head(s: DemolitionDerbyState, scores: tuple[list[int], list[int]] | None) -> list:
+    """Every public slice before the lineups, as one list (written to the array at once:
+    element writes on an array cost far more). ``scores``: None when the match is over."""
+    g = s.game
     o = g._public_starts
-    D, n, S = g.num_designs, g._n, g.slots
-    v = np.zeros(g.observation_size - g.private_size, np.float32)
-    # the head (every slice before the lineups, from index 0) is built as one list and
-    # written once: element writes on an array cost far more
+    n = g._n
     head = [0.0] * o["lineups"]
     head[o["phase"] + s.phase] = 1.0
     head[o["progress"]] = s.derby / g.params["max_derbies"]
@@ -368,61 +395,95 @@ def build_public(s: DemolitionDerbyState) -> np.ndarray:
     head[w0 : w0 + n] = [x / wn for x in s.wins]
     for q in s.last_winners:
         head[o["last_winners"] + q] = 1.0
-    if s.phase == OVER:
-        v[: len(head)] = head
-        return v
-    st = s.strengths()  # first: the Derby scores start from these
-    totals, special = derby_scores(s)
-    F = D + LINEUP_EXTRA
-    # every Instant of the level counts as pending until the level is applied: whether a
-    # player has already made its (hidden) choice must not show
-    queued = set(s.queue)
-    queued.update(t.card for t in s.tasks)
-    hs, hz, cz, tz = g.hand_size, o["hand_sizes"], o["combatants"], o["totals"]
+    if scores is None:
+        return head
+    totals, special = scores
+    hs, S = g.hand_size, g.slots
+    hz, cz, tz = o["hand_sizes"], o["combatants"], o["totals"]
     head[hz : hz + n] = [len(x) / hs for x in s.hands]
     head[cz : cz + n] = [len(x) / S for x in s.lineups]
     head[tz : tz + n] = [min(t, TOTAL_CAP) / 10 for t in totals]
     for q in special:
         head[o["special_win"] + q] = 1.0
-    v[: len(head)] = head
-    # per slot (a row of F features): the design one-hot, then the LINEUP_EXTRA values,
-    # all slots written with two fancy assignments
+    return head
+
+
+def _queued(s: DemolitionDerbyState) -> set[int]:
+    """Cards whose Instant counts as pending: every Instant of the level until the level is
+    applied (whether a player has already made its hidden choice must not show)."""
+    queued = set(s.queue)
+    queued.update(t.card for t in s.tasks)
+    return queued
+
+
+def _write_lineups(s: DemolitionDerbyState, v: np.ndarray, st: list[int]) -> None:
+    """Per slot (a row of F features): the design one-hot, then the LINEUP_EXTRA values,
+    all slots written with two fancy assignments."""
+    g = s.game
+    cd = g.cards.card_design
+    D, n, S = g.num_designs, g._n, g.slots
+    F = D + LINEUP_EXTRA
     rows: list[int] = []
     cards: list[int] = []
     for q, lineup in enumerate(s.lineups):
         r0 = q * S
         rows += range(r0, r0 + len(lineup))
         cards += lineup
-    if cards:
-        fu, tt = s.face_up, s.this_turn
-        L = o["lineups"]
-        slots = v[L : L + n * S * F].reshape(n * S, F)  # a view
-        rows_a = np.array(rows, np.intp)
-        slots[rows_a, [cd[c] for c in cards]] = 1.0
-        if ab.protectors(s):
-            no_discard, no_swap = protected_vs_others(s)
-        else:
-            no_discard = no_swap = ()
-        feats: list[float] = []
-        for c in cards:
-            feats += (
-                fu[c],
-                tt[c],
-                c in queued,
-                c in no_discard,
-                c in no_swap,
-                min(st[c], STRENGTH_CAP) / 4,
-            )
-        slots[rows_a, D:] = np.array(feats, np.float32).reshape(-1, LINEUP_EXTRA)
-    # counted on a list: one += on an array element costs as much as this whole loop
+    if not cards:
+        return
+    fu, tt = s.face_up, s.this_turn
+    queued = _queued(s)
+    L = g._public_starts["lineups"]
+    slots = v[L : L + n * S * F].reshape(n * S, F)  # a view
+    rows_a = np.array(rows, np.intp)
+    slots[rows_a, [cd[c] for c in cards]] = 1.0
+    if ab.protectors(s):
+        no_discard, no_swap = protected_vs_others(s)
+    else:
+        no_discard = no_swap = ()
+    feats: list[float] = []
+    for c in cards:
+        feats += (
+            fu[c],
+            tt[c],
+            c in queued,
+            c in no_discard,
+            c in no_swap,
+            min(st[c], STRENGTH_CAP) / 4,
+        )
+    slots[rows_a, D:] = np.array(feats, np.float32).reshape(-1, LINEUP_EXTRA)
+
+
+def _rewrite_moving_flags(s: DemolitionDerbyState, v: np.ndarray) -> None:
+    """On a reused lineup block: the flags that change while the lineups' caches last.
+    "Deployed this turn" is cleared when a turn ends (nothing is deployed in the deploy
+    phase); the pending Instants change with every level."""
+    g = s.game
+    D, n, S = g.num_designs, g._n, g.slots
+    F = D + LINEUP_EXTRA
+    L = g._public_starts["lineups"]
+    slots = v[L : L + n * S * F].reshape(n * S, F)  # a view
+    if s.phase == DEPLOY:
+        slots[:, D + 1] = 0.0
+    slots[:, D + 2] = 0.0
+    rows = [s.owner[c] * S + s.lineups[s.owner[c]].index(c) for c in _queued(s) if s.owner[c] >= 0]
+    if rows:
+        slots[rows, D + 2] = 1.0
+
+
+def _write_piles(s: DemolitionDerbyState, v: np.ndarray) -> None:
+    """The discard pile and this turn's discards by design (counted on a list: one += on
+    an array element costs as much as this whole loop)."""
+    g = s.game
+    cd = g.cards.card_design
+    D = g.num_designs
     counts = [0] * (2 * D)
     for c in s.discard:
         counts[cd[c]] += 1
     for c in s.discard_turn:
         counts[D + cd[c]] += 1
-    dz = o["discard"]
+    dz = g._public_starts["discard"]
     v[dz : dz + 2 * D] = counts  # discarded_this_turn follows discard
-    return v
 
 
 def protected_vs_others(s: DemolitionDerbyState) -> tuple[set[int], set[int]]:
