@@ -398,6 +398,7 @@ class DemolitionDerbyState(State):
         Derived("_priv", copy="array"),
         Derived("_priv_base", copy="array"),
         Cache("_priv_src"),
+        Cache("_seats"),
         Cache("_pub"),
         Cache("_obs_src"),
         Cache("_pub_lineups"),
@@ -454,6 +455,7 @@ class DemolitionDerbyState(State):
         # observer.private_source); it lasts while the hands do
         self._priv_src: np.ndarray | None = None
         self._priv_base: dict[int, np.ndarray] = {}  # the same per player, with few players
+        self._seats: np.ndarray | None = None  # cards by hand (observer.seat_counts)
         self._clear_level_caches()
 
     def _clear_level_caches(self) -> None:
@@ -633,7 +635,17 @@ class DemolitionDerbyState(State):
         # descending Strength; reverse=True keeps equal Strengths in seat, then deploy order
         queue.sort(key=cs.card_strength.__getitem__, reverse=True)
         self.queue = queue
+        seats = self._seats
         self._clear_caches()  # the hands changed
+        if seats is not None:  # the picks left the hands: counted down, not recounted
+            seats = seats.copy()  # shared with copies of this state: never changed in place
+            D = self.game.num_designs
+            ct = cs.card_type
+            for c in revealed:
+                q = self.owner[c]
+                seats[q, cd[c]] -= 1.0
+                seats[q, D + ct[c]] -= 1.0
+            self._seats = seats
         self._resolve()
 
     def _resolve(self) -> None:
@@ -695,7 +707,10 @@ class DemolitionDerbyState(State):
             return
         self.hands = [self.hands[(q - 1) % n] for q in range(n)]  # pass to the left
         self.turn += 1
+        seats = self._seats
         self._start_turn()
+        if seats is not None:  # the same rows, passed to the left too (the unused row stays)
+            self._seats = np.concatenate((seats[n - 1 : n], seats[: n - 1], seats[n:]))
 
     def _end_derby(self) -> None:
         g = self.game
