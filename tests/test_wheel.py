@@ -9,6 +9,7 @@ suite and play one game of every env through ``pettingzoo.make`` and ``gymnasium
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -57,12 +58,37 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return out
 
 
+#: Left out of the copy the wheel is built from: setuptools' in-tree ``build/`` keeps modules
+#: that were moved or deleted since the last build, and would ship them.
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "runs", "*.egg-info", "__pycache__", ".*_cache"
+)
+PACKAGES = ("derby_envs", "agents", "training")
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    src = tmp_path_factory.mktemp("src") / "derby-envs"
+    shutil.copytree(ROOT, src, ignore=_NOT_SOURCE)
     dist = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(ROOT)])
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(src)])
     (whl,) = dist.glob("derby_envs-*.whl")
     return whl
+
+
+def test_wheel_ships_exactly_the_source_modules(wheel):
+    """Every Python module of the packages is in the wheel, and nothing else is (no module
+    left over from an earlier layout)."""
+    import zipfile
+
+    shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".py")}
+    source = {
+        p.relative_to(ROOT).as_posix()
+        for pkg in PACKAGES
+        for p in (ROOT / pkg).rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    assert shipped == source, (sorted(shipped - source), sorted(source - shipped))
 
 
 def _venv_with(wheel: Path, where: Path, *requirements: str) -> Path:
