@@ -680,3 +680,17 @@ def test_scenario_sets_what_it_says():
 def test_scenario_errors_name_the_problem(description, match):
     with pytest.raises(StateFormatError, match="scenario: .*" + match):
         game(3).scenario(seed=0, **description)
+
+
+def test_swarm_drone_counts_the_other_drones_its_controller_has():
+    # +1 for each other Drone you control: face-down Drones count (they keep their type),
+    # the other player's Drones and the Swarm Drone itself do not
+    g = game(2)
+    s = g.scenario(
+        seed=0,
+        hands=[["Tank", "Walker", "Heavy"], ["Tank", "Walker", "Heavy"]],
+        lineups=[["Swarm Drone", "Scout Drone", "~Swarm Drone", "Tank"], ["Scout Drone"]],
+    )
+    st = s.strengths()
+    assert [st[c] for c in s.lineups[0]] == [3, 1, 1, 3]  # the face-down one has no ability
+    assert s.projected_scores()[0] == [8, 1]

@@ -132,6 +132,29 @@ def match_static(s: DemolitionDerbyState, f: Filter, c: int, player: int, source
     return f.types is None or s.game.cards.card_type[c] in f.types
 
 
+def static_in_lineup(
+    s: DemolitionDerbyState, f: Filter, lineup: list[int], source: int
+) -> list[int]:
+    """The cards of one lineup that pass ``match_static`` but for the owner test (the
+    caller's: all of a lineup has one owner). One call per lineup, not per card."""
+    other, ftt, face, types = f.other, f.this_turn, f.face, f.types
+    if not other and ftt is None and face is None and types is None:
+        return lineup
+    fu, tt = s.face_up, s.this_turn
+    ctype = s.game.cards.card_type
+    out = []
+    for c in lineup:
+        if other and c == source:
+            continue
+        if ftt is not None and tt[c] != ftt:
+            continue
+        if (face == "up" and not fu[c]) or (face == "down" and fu[c]):
+            continue
+        if types is None or ctype[c] in types:
+            out.append(c)
+    return out
+
+
 def match(s: DemolitionDerbyState, f: Filter, c: int, player: int, source: int) -> bool:
     if not match_static(s, f, c, player, source):
         return False
@@ -149,18 +172,16 @@ def lineup_cards(s: DemolitionDerbyState, f: Filter, player: int, source: int) -
     out = []
     lo, hi = f.strength_min, f.strength_max
     st = s.strengths() if lo is not None or hi is not None else None
-    static = match_static
     for q, lineup in enumerate(s.lineups):
         if (f.owner == "you" and q != player) or (f.owner == "other" and q == player):
             continue
-        for c in lineup:
-            if not static(s, f, c, player, source):
-                continue
-            if st is not None and (
-                (lo is not None and st[c] < lo) or (hi is not None and st[c] > hi)
-            ):
-                continue
-            out.append(c)
+        cards = static_in_lineup(s, f, lineup, source)
+        if st is None:
+            out += cards
+            continue
+        for c in cards:
+            if not ((lo is not None and st[c] < lo) or (hi is not None and st[c] > hi)):
+                out.append(c)
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from derby_envs.games.demolition_derby.abilities import cond_ok, match_static
+from derby_envs.games.demolition_derby.abilities import cond_ok, static_in_lineup
 
 if TYPE_CHECKING:
     from derby_envs.games.demolition_derby.engine import DemolitionDerbyState
@@ -85,8 +85,11 @@ def lineup_strengths(s: DemolitionDerbyState, q: int, lineup: list[int], derby: 
                 if op.op != "modify_strength" or not cond_ok(s, op.cond, q, card):
                     continue
                 amt = op.amount
-                if op.per is not None:
-                    amt *= sum(1 for c in lineup if match_static(s, op.per, c, q, card))
+                if op.per is not None:  # counted over the combatants q controls
+                    per = op.per
+                    amt *= (
+                        0 if per.owner == "other" else len(static_in_lineup(s, per, lineup, card))
+                    )
                 if op.scope == "self":
                     mods[card] += amt
                 else:
