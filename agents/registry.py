@@ -1,9 +1,12 @@
 """Agent names -> factories, per game. Resolved by ``derby_envs.core.policy.resolve_policy``
 through the ``derby_envs.agents`` entry point of this distribution.
 
-Each game module (``agents/kentucky_derby.py``, ``agents/derby.py``,
-``agents/demolition_derby.py``) defines ``POLICIES: dict[str, factory]``; a factory takes the
-``Game`` object (validated parameters) and keyword options and returns a policy.
+Each game's agents module defines ``POLICIES: dict[str, factory]``; a factory takes the
+``Game`` object (validated parameters) and keyword options and returns a policy. The module is
+named by the game's registry record (``GameInfo.agents``), read at call time, so a game
+registered later (a plugin, the tests' toy game) gets its agents; by default it is
+``agents.<game>`` (``agents/kentucky_derby.py``, ``agents/derby.py``,
+``agents/demolition_derby.py``).
 Game-independent agents: ``random``, ``search`` (determinized Monte Carlo) and ``ismcts``
 (information-set MCTS).
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from agents.base import RandomPolicy
@@ -20,15 +24,34 @@ from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import parse_policy_spec
 from derby_envs.registry import GAMES, make_game
 
-_GAME_MODULES = {name: f"agents.{name}" for name in GAMES}
+
+def agents_module_name(game_name: str) -> str | None:
+    """The name of a registered game's agents module (its record's ``agents``, by default
+    ``agents.<game>``); None for a game not registered."""
+    info = GAMES.get(game_name)
+    if info is None:
+        return None
+    return info.agents or f"agents.{info.name}"
 
 
-def _game_policies(game_name: str) -> dict[str, Callable[..., Any]]:
+def game_module(game_name: str) -> ModuleType | None:
+    """A registered game's agents module (``POLICIES``, and ``LEAF_VALUES`` for search), or
+    None if the game has none. A module the record names explicitly must import."""
+    name = agents_module_name(game_name)
+    if name is None:
+        return None
     try:
-        module = importlib.import_module(_GAME_MODULES[game_name])
-    except (KeyError, ModuleNotFoundError):
-        return {}
-    return dict(getattr(module, "POLICIES", {}))
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if GAMES[game_name].agents or exc.name != name:  # named, or broken inside: say so
+            raise
+        return None
+
+
+def game_policies(game_name: str) -> dict[str, Callable[..., Any]]:
+    """A game's own named policies (``POLICIES`` of its agents module; empty without one)."""
+    module = game_module(game_name)
+    return dict(getattr(module, "POLICIES", {})) if module is not None else {}
 
 
 def _search_factory(game, **kwargs):
@@ -59,7 +82,7 @@ def policy_names(game_name: str) -> list[str]:
     ``openspiel_ismcts`` (OpenSpiel's own ISMCTS bot, with the ``openspiel`` extra) is not
     listed: ``make_policy`` and tournaments take it by name, but it is a yardstick for the
     cross-check, not one of the suite's agents."""
-    return ["random", *sorted(_game_policies(game_name)), "search", "ismcts"]
+    return ["random", *sorted(game_policies(game_name)), "search", "ismcts"]
 
 
 def make_policy(name: str, game: Any, **kwargs: Any):
@@ -81,7 +104,7 @@ def make_policy(name: str, game: Any, **kwargs: Any):
         return _ismcts_factory(game, **kwargs)
     if name == "openspiel_ismcts" and _has_openspiel():
         return _openspiel_ismcts_factory(game, **kwargs)
-    factories = _game_policies(game.name)
+    factories = game_policies(game.name)
     if name not in factories:
         raise InvalidParameterError(
             f"unknown agent {name!r} for {game.name}; available: {', '.join(policy_names(game.name))}"

@@ -46,6 +46,73 @@ def test_registered_everywhere_by_the_one_call(toy):
     assert "\x1b[90mpts\x1b[0m" in coloured  # the record's ANSI rule
 
 
+def test_its_agents_come_from_its_record(toy):
+    from agents.registry import make_policy, policy_names
+    from derby_envs.core.policy import available_policies
+
+    assert "toy_high" in policy_names("toy") and "toy_high" in available_policies("toy")
+    policy = make_policy("toy_high", "toy")
+    env = gymnasium.make(toy.gym_id, num_players=3, opponents="toy_high", learner_seat=0)
+    _, info = env.reset(seed=4)
+    state = env.unwrapped.game_state
+    dealt = [sorted(h, reverse=True) for h in state.hands]  # seat 0 leads round 0: none played
+    done = False
+    while not done:  # the learner plays its lowest card; the in-env toy_high seats their highest
+        _, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    assert [[cards[p] for cards in state.history] for p in (1, 2)] == dealt[1:]
+    mask = np.zeros(6, np.int8)
+    mask[[0, 2, 4]] = 1
+    assert policy.act(None, mask, np.random.default_rng(0)) == 4
+    registry.unregister_game("toy")  # read at call time: gone with the record
+    try:
+        assert "toy_high" not in policy_names("toy")
+    finally:
+        registry.register_game("tests.toy_game")
+
+
+def test_toy_high_seats_play_their_highest_card(toy):
+    from agents.registry import make_policy
+
+    game = registry.make_game("toy", num_players=2, rounds=4)
+    state = game.new_initial_state(9)
+    policy, rng = make_policy("toy_high", game), np.random.default_rng(0)
+    while not state.is_terminal():
+        p = state.current_players()[0]
+        best = max(state.hands[p])
+        action = policy.act(state.observation(p), state.legal_mask(p), rng)
+        assert action == best
+        state.apply_action(p, action)
+
+
+@pytest.mark.parametrize(
+    "params", [{"num_players": 3}, {"num_players": 2, "reveal": "sealed", "reward_mode": "points"}]
+)
+def test_an_openspiel_game_that_passes_pyspiels_random_simulation(toy, params):
+    import pyspiel
+
+    import derby_envs.core.openspiel as dos
+
+    game = dos.load("toy", **params)  # registers it with pyspiel: it joined after the import
+    assert pyspiel.load_game(dos.openspiel_name("toy"), params).num_players() == game.num_players()
+    engine = registry.make_game("toy", **{k: v for k, v in params.items() if k != "reward_mode"})
+    assert game.max_game_length() == engine.max_game_length() == 3 * params["num_players"]
+    high = 3.0 if "reward_mode" in params else 2 / 3
+    assert game.max_utility() == pytest.approx(high)
+    pyspiel.random_sim_test(game, num_sims=3, serialize=False, verbose=False)
+
+
+def test_its_picture_comes_from_its_record(toy):
+    from derby_envs.core.render import text_to_rgb
+    from tests.toy_game.render import BAND, render_rgb
+
+    env = registry.game_info("toy").entry_module().raw_env(render_mode="rgb_array")
+    env.reset(seed=2)
+    picture = env.render()
+    text = text_to_rgb(env.unwrapped.game_state.render_text(None))
+    assert np.array_equal(picture, render_rgb(env.unwrapped.game_state))
+    assert picture.shape == (text.shape[0] + BAND, text.shape[1], 3)  # its own, not the text
+
+
 def test_nothing_outside_its_folder_names_the_toy_game():
     for top in ("derby_envs", "agents", "training"):
         for path in (ROOT / top).rglob("*.py"):

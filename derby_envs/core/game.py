@@ -111,6 +111,17 @@ class Game(ABC):
         n = self.observation_size
         return np.zeros(n, np.float32), np.ones(n, np.float32)
 
+    def max_game_length(self) -> int | None:
+        """An upper bound on the number of actions in one game (OpenSpiel's ``GameInfo`` needs
+        one); None: the engine states none (``core.openspiel`` then knows the shipped games')."""
+        return None
+
+    def utility_range(self, mode: str) -> tuple[float, float] | None:
+        """(lowest, highest) return any player can end with under ``mode``, or None if the
+        engine states none. The ``"win"`` mode's range (``win_share_returns``) is known."""
+        n = self.num_players
+        return (-1.0 / n, 1.0 - 1.0 / n) if self.check_reward_mode(mode) == "win" else None
+
     def decode_observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         """Split an observation vector into its named slices (views, not copies)."""
         return {name: observation[s] for name, s in self.observation_slices.items()}

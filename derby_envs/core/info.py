@@ -57,6 +57,11 @@ class GameInfo:
         bench_players: player counts ``derby-envs bench`` measures.
         smoke: the smoke training run.
         ansi_rules: colouring rules of the terminal tools' boards (``core.ansi``).
+        agents: the module defining the game's heuristics (``POLICIES: dict[name, factory]``);
+            empty: ``agents.<name>`` of this distribution (read by ``agents.registry``).
+        picture: the game's picture, ``"module:function"`` with ``function(state) -> HxWx3
+            uint8``; empty: ``render_rgb`` of the engine's package's ``render`` module if there
+            is one, else the text view drawn as an image (``core.render``).
     """
 
     name: str
@@ -68,6 +73,8 @@ class GameInfo:
     bench_players: tuple[int, ...]
     smoke: SmokeRun = field(default_factory=SmokeRun)
     ansi_rules: tuple[Rule, ...] = ()
+    agents: str = ""
+    picture: str = ""
 
     def __post_init__(self) -> None:
         self._check_names()
@@ -84,6 +91,12 @@ class GameInfo:
         for attr in ("module", "env", "gym_id"):
             if not isinstance(getattr(self, attr), str) or not getattr(self, attr):
                 raise _bad(self.name, attr, "a non-empty string")
+        if not isinstance(self.agents, str):
+            raise _bad(self.name, "agents", f"a module name (or empty), got {self.agents!r}")
+        if not isinstance(self.picture, str) or not (
+            self.picture == "" or _PATH.match(self.picture)
+        ):
+            raise _bad(self.name, "picture", f"'module:function' (or empty), got {self.picture!r}")
 
     def _check_numbers(self) -> None:
         counts = self.bench_players
@@ -131,6 +144,14 @@ class GameInfo:
     @property
     def player_range(self) -> tuple[int, int]:
         return self.game_class.player_range()
+
+    @property
+    def picture_path(self) -> str:
+        """``picture``, or by default ``<engine package>.render:render_rgb``."""
+        if self.picture:
+            return self.picture
+        package = self.engine.partition(":")[0].rpartition(".")[0]
+        return f"{package}.render:render_rgb" if package else "render:render_rgb"
 
     def entry_module(self) -> ModuleType:
         return importlib.import_module(self.module)

@@ -9,8 +9,11 @@ per engine with ``pyspiel.register_game``::
     game = pyspiel.load_game("python_derby_envs_kentucky_derby", {"num_players": 5})
     state = game.new_initial_state()
 
-Names: ``python_derby_envs_kentucky_derby``, ``python_derby_envs_derby``,
-``python_derby_envs_demolition_derby``. Parameters: the engine's own (``derby-envs list``), plus
+Names: ``python_derby_envs_<game>`` for every game in the suite's registry
+(``python_derby_envs_kentucky_derby``, ``python_derby_envs_derby``,
+``python_derby_envs_demolition_derby``; a game registered after this import joins with
+``register(name)`` or ``load(name)``). A game's ``Game.max_game_length()`` and
+``Game.utility_range(mode)`` give OpenSpiel's bounds. Parameters: the engine's own (``derby-envs list``), plus
 
 * ``reward_mode``: which of the engine's reward modes OpenSpiel's returns are (default the
   engine's first, ``"win"``: winners split 1, everyone pays 1/n, zero-sum, paid at the end);
@@ -56,7 +59,7 @@ import pyspiel
 
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.game import Game, State
-from derby_envs.registry import GAMES, make_game
+from derby_envs.registry import available_games, game_info, make_game
 
 PREFIX = "python_derby_envs_"
 _DEFAULT = -1  # a parameter's engine default that depends on other parameters
@@ -116,6 +119,9 @@ def _game_type(game_name: str, zero_sum: bool, terminal: bool) -> pyspiel.GameTy
 
 def max_game_length(game: Game) -> int:
     """An upper bound on the number of actions in one game of ``game``."""
+    bound = game.max_game_length()
+    if bound is not None:
+        return int(bound)
     n = game.num_players
     p = game.params
     if game.name == "kentucky_derby":
@@ -129,9 +135,9 @@ def max_game_length(game: Game) -> int:
 
 
 def _utility_range(engine: Game, mode: str) -> tuple[float, float]:
-    n = engine.num_players
-    if mode == "win":
-        return -1.0 / n, 1.0 - 1.0 / n
+    known = engine.utility_range(mode)  # the engine's own statement first ("win": all games)
+    if known is not None:
+        return float(known[0]), float(known[1])
     if engine.name == "kentucky_derby":  # chips won or lost
         bank = engine.params["bankroll"]
         return -float(bank), float(engine.total_chips - bank)
@@ -323,7 +329,15 @@ class DerbyEnvsObserver:
         return s.render_text(player)
 
 
-def _register(game_name: str) -> type[DerbyEnvsGame]:
+def register(game_name: str) -> type[DerbyEnvsGame]:
+    """Register a game of the suite's registry with pyspiel (once; later calls return the same
+    class). Importing this module registers every game registered by then; a game registered
+    later (a plugin, the tests' toy game) is registered by :func:`load` or by this call."""
+    game_info(game_name)  # an unknown name gets the registry's error listing the known ones
+    cls = GAME_CLASSES.get(game_name)
+    if cls is not None:
+        return cls
+
     # A class, not a closure, is registered: pyspiel's registry outlives the interpreter, and a
     # class (kept alive by its own reference cycles) is never freed without the GIL at exit.
     def init(self, params: dict[str, Any] | None = None) -> None:
@@ -332,13 +346,20 @@ def _register(game_name: str) -> type[DerbyEnvsGame]:
     cls = type(f"DerbyEnvsGame_{game_name}", (DerbyEnvsGame,), {"__init__": init})
     if openspiel_name(game_name) not in pyspiel.registered_names():
         pyspiel.register_game(_game_type(game_name, True, True), cls)
+    GAME_CLASSES[game_name] = cls
     return cls
 
 
+def register_all() -> None:
+    """Register every game in the suite's registry now (:func:`register` of each)."""
+    for name in available_games():
+        register(name)
+
+
 def load(game_name: str, **params: Any) -> DerbyEnvsGame:
-    """``pyspiel.load_game`` of a suite game by its suite name, with keyword parameters."""
-    if game_name not in GAMES:
-        raise InvalidParameterError(f"unknown game {game_name!r}; available: {', '.join(GAMES)}")
+    """``pyspiel.load_game`` of a suite game by its suite name, with keyword parameters
+    (registering it with pyspiel first if it joined the suite's registry after the import)."""
+    register(game_name)
     return pyspiel.load_game(openspiel_name(game_name), params)
 
 
@@ -418,4 +439,6 @@ def _os_params(game: Game) -> dict[str, Any]:
     return {k: v for k, v in game.params.items() if k in defaults}
 
 
-GAME_CLASSES = {name: _register(name) for name in GAMES}
+#: the pyspiel game class of each game registered with pyspiel so far, by suite name
+GAME_CLASSES: dict[str, type[DerbyEnvsGame]] = {}
+register_all()

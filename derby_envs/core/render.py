@@ -1,12 +1,15 @@
 """``rgb_array`` rendering: a game's own picture if it has one, else its text drawn as an image.
 
-A game provides a picture by a module ``derby_envs.games.<name>.render`` with
-``render_rgb(state) -> np.ndarray`` (``HxWx3`` uint8). Pillow draws both.
+A game's picture is named by its registry record (``GameInfo.picture``, ``"module:function"``
+with ``function(state) -> HxWx3 uint8``; by default ``render_rgb`` in the ``render`` module
+next to its engine, if there is one), read when a picture is asked for, so a game registered
+later (a plugin, the tests' toy game) gets its picture too. Pillow draws both.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -19,13 +22,30 @@ BACKGROUND = (24, 28, 36)
 FOREGROUND = (230, 230, 230)
 
 
-@cache
-def _game_renderer(game_name: str):
-    try:
-        module = importlib.import_module(f"derby_envs.games.{game_name}.render")
-    except ModuleNotFoundError:
+def game_renderer(game_name: str) -> Callable[[State], np.ndarray] | None:
+    """The picture function of a registered game (its record's ``picture_path``), or None for
+    an unregistered game or one without a picture (then the text is drawn)."""
+    from derby_envs.registry import GAMES  # the record now: games register after this import
+
+    info = GAMES.get(game_name)
+    if info is None:
         return None
-    return getattr(module, "render_rgb", None)
+    return _renderer(info.picture_path, required=bool(info.picture))
+
+
+@cache
+def _renderer(path: str, required: bool) -> Callable[[State], np.ndarray] | None:
+    module, _, attr = path.partition(":")
+    try:
+        found = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if required or exc.name != module:  # a named picture, or its own import, is missing
+            raise
+        return None
+    function = getattr(found, attr, None)
+    if function is None and required:
+        raise AttributeError(f"{module} has no picture function {attr!r}")
+    return function
 
 
 def text_to_rgb(text: str, scale: int = 1) -> np.ndarray:
@@ -52,7 +72,7 @@ def render_rgb(game: Game, state: State | None) -> np.ndarray:
     """An ``HxWx3`` uint8 picture of ``state`` (omniscient spectator view)."""
     if state is None:
         return text_to_rgb(f"{game.display_name}: call reset() first")
-    renderer = _game_renderer(game.name)
+    renderer = game_renderer(game.name)
     if renderer is not None:
         return renderer(state)
     return text_to_rgb(state.render_text(None))

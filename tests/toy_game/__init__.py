@@ -17,4 +17,6 @@ GAME_INFO = GameInfo(
     bench_players=(2, 3),
     smoke=SmokeRun(opponents=(("random", 1),), total_timesteps=256),
     ansi_rules=((r"\bpts\b", ("grey",)),),
+    agents="tests.toy_game.agents",  # its heuristics (POLICIES)
+    picture="tests.toy_game.render:render_rgb",
 )

@@ -73,6 +73,14 @@ class ToyGame(Game):
     def action_name(self, action: int) -> str:
         return f"play {action + 1}"
 
+    def max_game_length(self) -> int:
+        return self.params["rounds"] * self.num_players  # one card per player and round
+
+    def utility_range(self, mode: str) -> tuple[float, float]:
+        if self.check_reward_mode(mode) == "points":
+            return 0.0, float(self.params["rounds"])
+        return super().utility_range(mode)
+
     def new_initial_state(self, seed: int | None = None) -> ToyState:
         state = ToyState(self, reseed(seed))
         deck = state.rng.permutation(len(DECK)).tolist()
