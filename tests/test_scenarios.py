@@ -49,6 +49,15 @@ def test_kd_scenario_sets_what_it_says():
     assert game.scenario(seed=4).to_dict() != game.scenario(seed=5).to_dict()
 
 
+def test_kd_scenario_keeps_what_it_leaves_out_as_dealt_by_the_seed():
+    game = KentuckyDerbyGame(num_players=4)
+    for seed in (0, 4, 11):
+        dealt = game.new_initial_state(seed)
+        assert game.scenario(seed).to_dict() == dealt.to_dict()  # the pack, the generator too
+        later = game.scenario(seed, race=2, chips=[30, 20, 20, 10])
+        assert later.deck == dealt.deck and later.dealer == 2
+
+
 @pytest.mark.parametrize(
     ("description", "match"),
     [

@@ -312,7 +312,10 @@ class KentuckyDerbyGame(Game):
         s.race = saved_int(d.get("race", 0), "race", 0, self.params["num_races"])
         s.pool = saved_int(d.get("carry", 0), "carry", 0, None)
         s.pot_carry = saved_int(d.get("pot_carry", 0), "pot_carry", 0, None)
-        s._start_race()  # the ante, the dealer, the betting order and a shuffled pack
+        dealt, drawn = s.deck, s.rng.bit_generator.state
+        s._start_race()  # the ante, the dealer and the betting order (it shuffles a pack too)
+        # ... but the pack and the generator stay as dealt by the seed (Game.scenario's promise)
+        s.deck, s.rng.bit_generator.state = dealt, drawn
         if s.over:
             return
         if "deck" in d:
