@@ -242,11 +242,9 @@ def target_options(s: DemolitionDerbyState, cards: list[int], player: int) -> di
 
 def advance(s: DemolitionDerbyState, t: Task) -> None:
     """Run task ``t`` until it needs a decision or is done (effects are only recorded)."""
-    g = s.game
-    cs = g.cards
-    off = g.action_offsets
+    designs = s.game.cards.designs
     while not t.done and t.opts is None:
-        ops = cs.designs[t.design].ops
+        ops = designs[t.design].ops
         if t.i >= len(ops):
             t.done = True
             return
@@ -254,72 +252,98 @@ def advance(s: DemolitionDerbyState, t: Task) -> None:
         if op.cond and not cond_ok(s, op.cond, t.player, t.card):
             t.i += 1
             continue
-        kind = op.op
-        if kind in ("discard", "face_down"):
-            if op.select == "self":
-                if s.owner[t.card] >= 0 and not (
-                    kind == "discard" and protected(s, t.card, "discard", t.player)
-                ):
-                    t.effects.append((kind, t.card, t.card))
-                t.i += 1
-                continue
-            cands = lineup_cards(s, op.targets, t.player, t.card)
-            if op.select == "choose":
-                if kind == "discard" and protectors(s):
-                    cands = [c for c in cands if not protected(s, c, "discard", t.player)]
-                opts = target_options(s, cands, t.player)
-                if not offer(s, t, op, opts, K_DISCARD if kind == "discard" else K_FACE_DOWN):
-                    return
-                continue
-            chosen = mass_select(s, op.select, cands)
-            guarded = kind == "discard" and bool(protectors(s))
-            for c in chosen:
-                if not guarded or not protected(s, c, "discard", t.player):
-                    t.effects.append((kind, c, t.card))
-            t.i += 1
-        elif kind == "gain":
-            pile = s.discard_turn if op.source_pile == "discarded_this_turn" else s.discard
-            opts = {}
-            for c in pile:
-                if match_pile(s, op.targets, c):
-                    opts[off["gain"] + cs.card_design[c]] = cs.card_design[c]
-            if not offer(s, t, op, opts, K_GAIN):
-                return
-        elif kind == "swap":
-            if t.stage == 0:
-                takes = [
-                    c
-                    for c in lineup_cards(s, op.take, t.player, t.card)
-                    if s.owner[c] != t.player and not protected(s, c, "swap", t.player)
-                ]
-                gives = swap_gives(s, op, t)
-                if not takes or not gives:
-                    t.done = True  # fizzles
-                    t.log.append(("fizzle", t.card))
-                    return
-                opts = target_options(s, takes, t.player)
-                if not offer(s, t, op, opts, K_TAKE):
-                    return
-            else:
-                gives = swap_gives(s, op, t)
-                opts = target_options(s, gives, t.player)
-                if len(opts) > 1:
-                    t.opts, t.kind, t.may = opts, K_GIVE, False
-                    return
-                give = next(iter(opts.values()))
-                t.effects.append(("swap", t.player, give, t.take, t.card))
-                t.stage, t.take = 0, -1
-                t.i += 1
-        elif kind == "copy_instant":
-            opts = {}
-            for c in lineup_cards(s, op.targets, t.player, t.card):
-                d = cs.designs[cs.card_design[c]]
-                if s.face_up[c] and d.has_instant and not d.copies_instant:
-                    opts[off["copy"] + d.index] = d.index
-            if not offer(s, t, op, opts, K_COPY):
-                return
-        else:  # pragma: no cover - validated when loading
-            raise AssertionError(kind)
+        step = _STEPS.get(op.op)
+        if step is None:  # pragma: no cover - validated when loading
+            raise AssertionError(op.op)
+        if not step(s, t, op):
+            return
+
+
+# One step of an Instant per op kind: True if the task goes on at once, False if it stops
+# here (a decision is pending, or the ability fizzled).
+
+
+def _step_remove(s: DemolitionDerbyState, t: Task, op: Op) -> bool:
+    """``discard`` / ``face_down``: the ability's own card, a chosen target or a mass
+    selection (discards spare protected cards)."""
+    kind = op.op
+    if op.select == "self":
+        if s.owner[t.card] >= 0 and not (
+            kind == "discard" and protected(s, t.card, "discard", t.player)
+        ):
+            t.effects.append((kind, t.card, t.card))
+        t.i += 1
+        return True
+    cands = lineup_cards(s, op.targets, t.player, t.card)
+    if op.select == "choose":
+        if kind == "discard" and protectors(s):
+            cands = [c for c in cands if not protected(s, c, "discard", t.player)]
+        opts = target_options(s, cands, t.player)
+        return offer(s, t, op, opts, K_DISCARD if kind == "discard" else K_FACE_DOWN)
+    chosen = mass_select(s, op.select, cands)
+    guarded = kind == "discard" and bool(protectors(s))
+    for c in chosen:
+        if not guarded or not protected(s, c, "discard", t.player):
+            t.effects.append((kind, c, t.card))
+    t.i += 1
+    return True
+
+
+def _step_gain(s: DemolitionDerbyState, t: Task, op: Op) -> bool:
+    """``gain``: a design from this turn's discards (or the whole pile)."""
+    cs = s.game.cards
+    base = s.game.action_offsets["gain"]
+    pile = s.discard_turn if op.source_pile == "discarded_this_turn" else s.discard
+    opts = {}
+    for c in pile:
+        if match_pile(s, op.targets, c):
+            opts[base + cs.card_design[c]] = cs.card_design[c]
+    return offer(s, t, op, opts, K_GAIN)
+
+
+def _step_swap(s: DemolitionDerbyState, t: Task, op: Op) -> bool:
+    """``swap``: choose what to take (stage 0), then what to give (stage 1)."""
+    if t.stage == 0:
+        takes = [
+            c
+            for c in lineup_cards(s, op.take, t.player, t.card)
+            if s.owner[c] != t.player and not protected(s, c, "swap", t.player)
+        ]
+        if not takes or not swap_gives(s, op, t):
+            t.done = True  # fizzles
+            t.log.append(("fizzle", t.card))
+            return False
+        return offer(s, t, op, target_options(s, takes, t.player), K_TAKE)
+    opts = target_options(s, swap_gives(s, op, t), t.player)
+    if len(opts) > 1:
+        t.opts, t.kind, t.may = opts, K_GIVE, False
+        return False
+    give = next(iter(opts.values()))
+    t.effects.append(("swap", t.player, give, t.take, t.card))
+    t.stage, t.take = 0, -1
+    t.i += 1
+    return True
+
+
+def _step_copy(s: DemolitionDerbyState, t: Task, op: Op) -> bool:
+    """``copy_instant``: the Instant of a face-up combatant (never another copy ability)."""
+    cs = s.game.cards
+    base = s.game.action_offsets["copy"]
+    opts = {}
+    for c in lineup_cards(s, op.targets, t.player, t.card):
+        d = cs.designs[cs.card_design[c]]
+        if s.face_up[c] and d.has_instant and not d.copies_instant:
+            opts[base + d.index] = d.index
+    return offer(s, t, op, opts, K_COPY)
+
+
+_STEPS = {
+    "discard": _step_remove,
+    "face_down": _step_remove,
+    "gain": _step_gain,
+    "swap": _step_swap,
+    "copy_instant": _step_copy,
+}
 
 
 def swap_gives(s: DemolitionDerbyState, op: Op, t: Task) -> list[int]:
@@ -421,8 +445,8 @@ def mass_select(s: DemolitionDerbyState, select: str, cands: list[int]) -> list[
 
 
 def apply_level(s: DemolitionDerbyState) -> None:
-    """Apply the effects of every Instant of the level together."""
-    cs = s.game.cards
+    """Apply the effects of every Instant of the level together, in the order discards,
+    turn-face-down, gains, swaps."""
     discards: list[tuple[int, int]] = []
     face_downs: list[tuple[int, int]] = []
     gains: list[tuple[int, int, int, int]] = []
@@ -440,7 +464,21 @@ def apply_level(s: DemolitionDerbyState) -> None:
         s.events += t.log
     s.tasks = []
     # gains choose among the piles as they were before this level's discards
-    piles_before = (s.discard_turn[:], s.discard[:]) if gains else ((), ())
+    piles_before = (s.discard_turn[:], s.discard[:]) if gains else ([], [])
+    _apply_discards(s, discards)
+    for c, src in face_downs:
+        if s.owner[c] >= 0 and s.face_up[c]:
+            s.face_up[c] = False
+            s.events.append(("face_down", c, src, s.owner[c]))
+    if gains:
+        _apply_gains(s, gains, piles_before)
+    if swaps:
+        _apply_swaps(s, swaps)
+    if discards or face_downs or gains or swaps:
+        s._clear_lineup_caches()
+
+
+def _apply_discards(s: DemolitionDerbyState, discards: list[tuple[int, int]]) -> None:
     for c, src in discards:
         q = s.owner[c]
         if q < 0:
@@ -455,48 +493,49 @@ def apply_level(s: DemolitionDerbyState) -> None:
         if c in s.queue:  # discarded before its Instant resolved: cancelled
             s.queue.remove(c)
             s.events.append(("cancel", c))
-    for c, src in face_downs:
-        if s.owner[c] >= 0 and s.face_up[c]:
-            s.face_up[c] = False
-            s.events.append(("face_down", c, src, s.owner[c]))
-    if gains:
-        wanted: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        for p, d, src, whole in gains:
-            wanted.setdefault((d, whole), []).append((p, src))
-        for (d, whole), who in wanted.items():
-            avail = [
-                c
-                for c in piles_before[whole]
-                if cs.card_design[c] == d and s.owner[c] < 0 and c in s.discard
-            ]
-            if len(who) > len(avail):
-                s.events.append(("contested", d))
-                continue
-            for (p, src), c in zip(who, avail, strict=False):
-                s.discard.remove(c)
-                if c in s.discard_turn:
-                    s.discard_turn.remove(c)
-                s.lineups[p].append(c)
-                s.owner[c] = p
-                s.face_up[c] = True
-                s.this_turn[c] = False
-                s.instant_done[c] = True
-                s.events.append(("gain", p, c, src))
-    if swaps:
-        seen: dict[int, int] = {}
-        for _, give, take, _src in swaps:
-            seen[give] = seen.get(give, 0) + 1
-            seen[take] = seen.get(take, 0) + 1
-        for p, give, take, src in swaps:
-            q = s.owner[take]
-            if seen[give] > 1 or seen[take] > 1 or s.owner[give] != p or q < 0 or q == p:
-                s.events.append(("swap_failed", src))
-                continue
-            a, b = s.lineups[p], s.lineups[q]
-            a[a.index(give)] = take
-            b[b.index(take)] = give
-            s.owner[give], s.owner[take] = q, p
-            s.this_turn[give] = s.this_turn[take] = False
-            s.events.append(("swap", p, give, take, q, src))
-    if discards or face_downs or gains or swaps:
-        s._clear_lineup_caches()
+
+
+def _apply_gains(
+    s: DemolitionDerbyState,
+    gains: list[tuple[int, int, int, int]],
+    piles_before: tuple[list[int], list[int]],
+) -> None:
+    """Gains of one design from one pile by more players than it has copies: nobody gains."""
+    cd = s.game.cards.card_design
+    wanted: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for p, d, src, whole in gains:
+        wanted.setdefault((d, whole), []).append((p, src))
+    for (d, whole), who in wanted.items():
+        avail = [c for c in piles_before[whole] if cd[c] == d and s.owner[c] < 0 and c in s.discard]
+        if len(who) > len(avail):
+            s.events.append(("contested", d))
+            continue
+        for (p, src), c in zip(who, avail, strict=False):
+            s.discard.remove(c)
+            if c in s.discard_turn:
+                s.discard_turn.remove(c)
+            s.lineups[p].append(c)
+            s.owner[c] = p
+            s.face_up[c] = True
+            s.this_turn[c] = False
+            s.instant_done[c] = True
+            s.events.append(("gain", p, c, src))
+
+
+def _apply_swaps(s: DemolitionDerbyState, swaps: list[tuple[int, int, int, int]]) -> None:
+    """Two swaps involving one card cancel each other."""
+    seen: dict[int, int] = {}
+    for _, give, take, _src in swaps:
+        seen[give] = seen.get(give, 0) + 1
+        seen[take] = seen.get(take, 0) + 1
+    for p, give, take, src in swaps:
+        q = s.owner[take]
+        if seen[give] > 1 or seen[take] > 1 or s.owner[give] != p or q < 0 or q == p:
+            s.events.append(("swap_failed", src))
+            continue
+        a, b = s.lineups[p], s.lineups[q]
+        a[a.index(give)] = take
+        b[b.index(take)] = give
+        s.owner[give], s.owner[take] = q, p
+        s.this_turn[give] = s.this_turn[take] = False
+        s.events.append(("swap", p, give, take, q, src))
