@@ -39,6 +39,7 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -492,6 +493,40 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
     def bad(problem: str) -> CheckpointError:
         return CheckpointError(f"{source!r}: {problem}")
 
+    raw_data, raw_weights = _read_archive(path, bad)
+    data = _parse_data(raw_data, bad)
+    _check_serialized_fields(data, bad)
+    module = _policy_module(data, bad)
+    kwargs = _policy_kwargs(data, bad)
+    arch = _net_arch(kwargs, bad)
+    activation = _activation(kwargs, bad)
+    prior_dim = _prior_dim(kwargs, module, bad)
+    length = _observation_length(data, bad)
+    n = _num_actions(data, bad)
+    steps = _num_timesteps(data, bad)
+    meta = _derby_meta(data, bad)
+    weights = _load_weights(raw_weights, bad)
+    layers = _layers_from_weights(weights, arch, activation, length, n, prior_dim, bad)
+    return CheckpointInfo(
+        source=source,
+        meta=dict(meta),
+        observation_shape=(length,),
+        num_actions=n,
+        num_timesteps=steps,
+        net_arch=tuple(arch),
+        activation=activation,
+        prior_dim=prior_dim,
+        layers=layers,
+    )
+
+
+# ----- read_checkpoint's checks, in the order it runs them (each raises bad(...)) ----------
+Bad = Callable[[str], CheckpointError]
+
+
+def _read_archive(path: Path, bad: Bad) -> tuple[bytes, bytes]:
+    """The raw ``data`` and ``policy.pth`` entries of the zip archive at ``path``."""
+    source = str(path)
     if not path.is_file():
         raise CheckpointError(f"no such checkpoint file: {source!r}")
     if not zipfile.is_zipfile(path):
@@ -501,28 +536,8 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
         )
     try:
         with zipfile.ZipFile(path) as z:
-            infos = {i.filename: i for i in z.infolist()}
-            missing = [n for n in ("data", "policy.pth") if n not in infos]
-            if missing:
-                raise bad(
-                    "not a readable MaskablePPO checkpoint (the archive lacks "
-                    + " and ".join(repr(n) for n in missing)
-                    + f"; it holds {sorted(infos)[:8]})"
-                )
-            unknown = sorted(set(infos) - CHECKPOINT_ENTRIES)
-            if unknown:
-                raise bad(
-                    f"unexpected entries {unknown[:8]} in the archive (an sb3 checkpoint holds "
-                    f"only {sorted(CHECKPOINT_ENTRIES)})"
-                )
-            if infos["data"].file_size > MAX_DATA_BYTES:
-                raise bad(f"its 'data' entry is {infos['data'].file_size:,} bytes (too large)")
-            if infos["policy.pth"].file_size > MAX_WEIGHTS_BYTES:
-                raise bad(
-                    f"its 'policy.pth' is {infos['policy.pth'].file_size:,} bytes (too large)"
-                )
-            raw_data = z.read("data")
-            raw_weights = z.read("policy.pth")
+            _check_entries({i.filename: i for i in z.infolist()}, bad)
+            return z.read("data"), z.read("policy.pth")
     except CheckpointError:
         raise
     except Exception as exc:  # reading an archive is pure data: any failure means damage
@@ -531,19 +546,50 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
             "not a readable MaskablePPO checkpoint (corrupted or truncated archive; "
             f"{type(exc).__name__}: {exc})"
         ) from exc
+
+
+def _check_entries(infos: dict[str, zipfile.ZipInfo], bad: Bad) -> None:
+    """The archive holds ``data`` and ``policy.pth``, nothing sb3 does not write, no giants."""
+    missing = [n for n in ("data", "policy.pth") if n not in infos]
+    if missing:
+        raise bad(
+            "not a readable MaskablePPO checkpoint (the archive lacks "
+            + " and ".join(repr(n) for n in missing)
+            + f"; it holds {sorted(infos)[:8]})"
+        )
+    unknown = sorted(set(infos) - CHECKPOINT_ENTRIES)
+    if unknown:
+        raise bad(
+            f"unexpected entries {unknown[:8]} in the archive (an sb3 checkpoint holds "
+            f"only {sorted(CHECKPOINT_ENTRIES)})"
+        )
+    if infos["data"].file_size > MAX_DATA_BYTES:
+        raise bad(f"its 'data' entry is {infos['data'].file_size:,} bytes (too large)")
+    if infos["policy.pth"].file_size > MAX_WEIGHTS_BYTES:
+        raise bad(f"its 'policy.pth' is {infos['policy.pth'].file_size:,} bytes (too large)")
+
+
+def _parse_data(raw_data: bytes, bad: Bad) -> dict[str, Any]:
     try:
         data = json.loads(raw_data)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise bad(f"its 'data' entry is not JSON ({type(exc).__name__}: {exc})") from None
     if not isinstance(data, dict):
         raise bad("its 'data' entry is not a JSON object")
-    _check_serialized_fields(data, bad)
+    return data
+
+
+def _policy_module(data: dict[str, Any], bad: Bad) -> str:
     module = _plain(data.get("policy_class"), "__module__")
     if module not in POLICY_MODULES:
         raise bad(
             f"its policy class comes from module {module!r}; this loader rebuilds only "
             + ", ".join(f"{c} ({m})" for m, c in POLICY_MODULES.items())
         )
+    return module
+
+
+def _policy_kwargs(data: dict[str, Any], bad: Bad) -> dict[str, Any]:
     kwargs = _plain_fields(data.get("policy_kwargs") or {}, bad, "policy_kwargs")
     extra = sorted(set(kwargs) - _POLICY_KWARGS)
     if extra:
@@ -553,6 +599,10 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
             f"features extractor {kwargs['features_extractor_class']!r} is not supported "
             "(only FlattenExtractor)"
         )
+    return kwargs
+
+
+def _net_arch(kwargs: dict[str, Any], bad: Bad) -> list[int]:
     arch = kwargs.get("net_arch", [64, 64])  # sb3's default for MLP policies
     if isinstance(arch, dict):
         arch = arch.get("pi", [])
@@ -561,6 +611,10 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
         and all(isinstance(u, int) and not isinstance(u, bool) and 0 < u <= 65536 for u in arch)
     ):
         raise bad(f"net_arch {kwargs.get('net_arch')!r} is not a list of layer sizes")
+    return arch
+
+
+def _activation(kwargs: dict[str, Any], bad: Bad) -> str:
     act_repr = kwargs.get("activation_fn", "<class 'torch.nn.modules.activation.Tanh'>")
     m = _TORCH_ACTIVATION.match(act_repr) if isinstance(act_repr, str) else None
     if m is None or m.group(1) not in _NP_ACTIVATIONS:
@@ -568,13 +622,20 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
             f"activation {act_repr!r} is not supported (allowed: torch.nn "
             f"{', '.join(_NP_ACTIVATIONS)})"
         )
-    activation = m.group(1)
+    return m.group(1)
+
+
+def _prior_dim(kwargs: dict[str, Any], module: str, bad: Bad) -> int:
     residual = module == "agents.residual"
     prior_dim = kwargs.get("prior_dim", 0) if residual else 0
     if residual and not (isinstance(prior_dim, int) and prior_dim > 0):
         raise bad(f"a residual policy needs a positive integer prior_dim, not {prior_dim!r}")
     if not residual and "prior_dim" in kwargs:
         raise bad("prior_dim is given, but the policy class is not the residual one")
+    return prior_dim
+
+
+def _observation_length(data: dict[str, Any], bad: Bad) -> int:
     obs_space = data.get("observation_space")
     if _plain(obs_space, ":type:") != _BOX or _plain(obs_space, "dtype") != "float32":
         raise bad("its observation space is not a float32 Box")
@@ -586,34 +647,34 @@ def read_checkpoint(path: str | Path) -> CheckpointInfo:
         and 0 < shape[0] <= 10**7
     ):
         raise bad(f"its observation shape {shape!r} is not one positive length")
+    return shape[0]
+
+
+def _num_actions(data: dict[str, Any], bad: Bad) -> int:
     act_space = data.get("action_space")
     if _plain(act_space, ":type:") != _DISCRETE:
         raise bad("its action space is not Discrete")
     n = _int_field(act_space, "n", bad)
     if _int_field(act_space, "start", bad, default=0) != 0 or not 0 < n <= 10**6:
         raise bad(f"its Discrete action space (n={n}) is not Discrete(n) starting at 0")
+    return n
+
+
+def _num_timesteps(data: dict[str, Any], bad: Bad) -> int:
     steps = data.get("num_timesteps", 0)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
         raise bad(f"num_timesteps {steps!r} is not a non-negative integer")
+    return steps
+
+
+def _derby_meta(data: dict[str, Any], bad: Bad) -> dict[str, Any]:
     meta = data.get("derby_meta") or {}
     if not isinstance(meta, dict) or ":serialized:" in meta:
         raise bad("derby_meta is not plain JSON")
     for key, kinds in (("game", str), ("hint", str), ("hint_features", str), ("params", dict)):
         if meta.get(key) is not None and not isinstance(meta[key], kinds):
             raise bad(f"derby_meta[{key!r}] = {meta[key]!r} is not a {kinds.__name__}")
-    weights = _load_weights(raw_weights, bad)
-    layers = _layers_from_weights(weights, arch, activation, shape[0], n, prior_dim, bad)
-    return CheckpointInfo(
-        source=source,
-        meta=dict(meta),
-        observation_shape=(shape[0],),
-        num_actions=n,
-        num_timesteps=steps,
-        net_arch=tuple(arch),
-        activation=activation,
-        prior_dim=prior_dim,
-        layers=layers,
-    )
+    return meta
 
 
 def _plain(field: Any, key: str) -> Any:
