@@ -116,7 +116,7 @@ class _DerbyBase:
             block[0::2], block[1::2] = H, self.maxp
         self._scale = scale
         self._ws: tuple | None = None  # the fast path's work arrays
-        self._zbuf = (np.empty(0), np.empty(0))  # ... and its buffers of phi's arguments
+        self._zbuf = np.empty(0)  # ... and its buffer of phi's arguments
 
     # ----- reading the observation -------------------------------------------------------
     def _read(self, obs: np.ndarray) -> dict:
@@ -260,9 +260,8 @@ class _DerbyBase:
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> int:
-        legal = np.flatnonzero(action_mask)
-        if len(legal) == 1:
-            return int(legal[0])
+        if np.count_nonzero(action_mask) == 1:
+            return int(np.flatnonzero(action_mask)[0])
         options = self._options(observation, action_mask)
         return max(options, key=options.get)  # ties: the first listed (skip before exchange)
 
@@ -371,9 +370,12 @@ class _DerbyBase:
                 np.zeros(V),  # decline probabilities
                 np.zeros((nc, H), np.int64),  # movement cards (rank rows)
                 np.zeros(8, np.int64),  # counts: values, cards, declines, played flags
-                np.empty(((V + 1) * 2 * H * H * 2 + 1) * _Q8),  # pairwise table, a zero row
-                np.empty(((V + 1) * 2 * H * H * 2 + 1) * _Q8),  # ... its variances
+                np.empty((V + 1) * 2 * H * H * 2 * _Q),  # pairwise table
+                np.empty((V + 1) * 2 * H * H * 2 * _Q),  # ... its variances
                 np.full((V + 1, 2, H, H, 2), -1, np.int64),  # table offsets
+                np.zeros(((V + 1) * nc, H), np.int64),  # per combination: horse states
+                np.zeros((V + 1) * nc, np.int64),  # ... the finished count
+                np.zeros(((V + 1) * nc, H), np.int64),  # ... the places
                 np.empty(((V + 1) * nc, H, H)),  # placing probabilities
                 np.empty(max((V + 1) * nc, 2 * H)),  # scores or gains
             )
@@ -383,28 +385,28 @@ class _DerbyBase:
         """``_options`` through the compiled kernels (the same values, bit for bit)."""
         if mask[SKIP] and not self.exchanges:
             return {SKIP: 0.05}
-        iv = np.rint(observation * self._scale)
         deny_on = bool(self.deny) and self.n > 1
         cards_phase = not mask[SKIP]
-        hv, place, thr, prof, W, need, values, dec_p, cards, info, T, Vt, tidx, P, out = (
-            self._work()
-        )
-        R0 = _prepare(
-            iv, self._off, self.n, self.V, self.Ld, self.D, self.card_ranks, self.card_moves_f,
+        hv, place, thr, prof, W, need, values, dec_p, cards, info = self._work()[:10]
+        T, Vt, tidx, code, Fb, newplace, P, out = self._work()[10:]
+        nT = _prepare_table(
+            observation, self._scale, self._off, self.n, self.V, self.Ld, self.D, self.card_ranks, self.card_moves_f,
             self._ct_thr, self._ct_prof, self.exchanges, deny_on, cards_phase,
             bool(mask[DECLINE]), hv, place, thr, prof, W, need, values, dec_p, cards, info,
+            _NODES, T, tidx,
         )  # fmt: skip
         nv, nc, nd = int(info[0]), int(info[1]), int(info[2])
-        nT = _table_args(hv, place, R0, values, nv, cards, nc, need, _NODES, T, tidx)
         np.exp(T[:nT], out=T[:nT])  # numpy's exp (its SIMD exp can differ from libm's)
         size = nv * nc * H * H * _Q
-        if len(self._zbuf[0]) < size:  # kept across decisions: fresh pages cost more
-            self._zbuf = (np.empty(size), np.empty(size))
-        z, den = self._zbuf
-        k = _z_args(hv, place, self.L, values, nv, cards, nc, need, T, Vt, nT, tidx, z, den)
+        if len(self._zbuf) < size:  # kept across decisions: fresh pages cost more
+            self._zbuf = np.empty(size)
+        z = self._zbuf
+        k = _z_args(
+            hv, place, self.L, values, nv, cards, nc, need, T, Vt, nT, tidx, code, Fb, newplace, z
+        )  # fmt: skip
         np.exp(z[:k], out=z[:k])
         _values(
-            hv, place, self.L, values, nv, cards, nc, need, z, k, _WEIGHTS, P, thr, prof,
+            place, values, nv, cards, nc, need, code, newplace, z, _WEIGHTS, P, thr, prof,
             self.n - 1 if deny_on else 0, W, self.exchanges, self.deny, cards_phase, out,
         )  # fmt: skip
         if not cards_phase:
@@ -443,7 +445,6 @@ _FIELDS = (
 )  # fmt: skip
 _NO_TICKETS = np.zeros((0, H), np.int64)
 _Q = 7  # Gauss-Hermite nodes
-_Q8 = 8  # the pairwise table's stride: the nodes padded to one 8-lane vector
 assert len(_NODES) == _Q
 
 
@@ -779,147 +780,221 @@ def _table_args(hv, place, R0, values, nv, cards, nc, need, nodes, tbuf, tidx):
                         tidx[i, sh, h, g, sg] = k
                         for q in range(Q):
                             tbuf[k + q] = -1.702 * ((m[i, sg, g] - x[q]) / sd[g])
-                        for q in range(Q, _Q8):  # padding, never read
-                            tbuf[k + q] = 0.0
-                        k += _Q8
+                        k += Q
     return k
 
 
 @_njit
-def _combo_codes(hv, place, L, values, nv, cards, nc, need, code, Fb, zoff):
+def _prepare_table(obs, scale, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof,
+                   exchanges, deny_on, cards_phase, decline, hv, place, thr, prof, W, need,
+                   values, dec_p, cards, info, nodes, tbuf, tidx):  # fmt: skip
+    """The observation rounded to the integers it encodes (``_read``: ``rint(obs * scale)``
+    in float64), ``_prepare``, then ``_table_args`` (one call: each call of a kernel costs
+    its arguments' unboxing); returns the table's size."""
+    iv = np.empty(len(obs))
+    for j in range(len(obs)):
+        iv[j] = np.rint(np.float64(obs[j]) * scale[j])
+    R0 = _prepare(iv, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof, exchanges,
+                  deny_on, cards_phase, decline, hv, place, thr, prof, W, need, values, dec_p,
+                  cards, info)  # fmt: skip
+    return _table_args(hv, place, R0, values, info[0], cards, info[1], need, nodes, tbuf, tidx)
+
+
+@_njit
+def _combo_codes(hv, place, L, values, nv, cards, nc, code, Fb, newplace):
     """Per combination b: ``code[b, g]`` 0 = g not racing after the move, 1 = racing and not
-    moved, 2 = racing and moved; ``Fb[b]`` the finished count; ``zoff[b, h]`` where the phi
-    arguments of (b, h) start in _z_args' buffer (b, h, t in order) and ``zoff[b, 9]`` their
-    end; returns how many arguments in all."""
+    moved, 2 = racing and moved; ``Fb[b]`` the finished count, ``newplace[b]`` the places."""
     pos = hv[0]
     mv = np.zeros(9, np.bool_)
-    newplace = np.zeros(9, np.int64)
-    k = 0
     for b in range(nv * nc):
-        ranks = cards[b % nc]
-        Fb[b] = _moves(pos, place, L, values[b // nc], ranks, mv, newplace)
+        Fb[b] = _moves(pos, place, L, values[b // nc], cards[b % nc], mv, newplace[b])
         for g in range(9):
-            code[b, g] = 0 if newplace[g] > 0 else (2 if mv[g] else 1)
-        for h in range(9):
-            zoff[b, h] = k
-            if code[b, h] == 0:
-                continue
-            el = ranks[h] == 0
-            for t in range(9):
-                if need[0, h, t] or (el and need[1, h, t]):
-                    k += _Q
-        zoff[b, 9] = k
-    return k
+            code[b, g] = 0 if newplace[b, g] > 0 else (2 if mv[g] else 1)
 
 
 @_njit
-def _group_sums(tbuf, vbuf, nT, tidx, i, sh, h, code, group, ng, mu, s2):
-    """``mu[j, q]``, ``s2[j, q]`` for the combinations ``group[:ng]`` (h in state sh): the sums
+def _group(code, i, nc, h, sh, group):
+    """The combinations of number value i where h races after the move, moved (sh = 1) or not
+    (sh = 0): they read the same thresholds and the same pairwise table rows."""
+    ng = 0
+    for c in range(nc):
+        b = i * nc + c
+        if code[b, h] == 1 + sh:
+            group[ng] = b
+            ng += 1
+    return ng
+
+
+@_njit
+def _thresholds(need, h, el, ts):
+    """The places t-1 where P(place(h) <= t) is read (``el``: h is exchange-eligible)."""
+    nt = 0
+    for t in range(9):
+        if need[0, h, t] or (el and need[1, h, t]):
+            ts[nt] = t
+            nt += 1
+    return nt
+
+
+@_njit
+def _group_sums(tbuf, vbuf, tidx, i, sh, h, code, group, ng, mu, s2):
+    """``mu[q, j]``, ``s2[q, j]`` for the combinations ``group[:ng]`` (h in state sh): the sums
     over the other racing horses, in sequence (numpy's order), of P(g beats h) at node q and
-    its variance, one 8-lane row per combination (a horse not racing adds the zero row at
-    ``nT``: no change, all terms are >= +0.0); then ``s2 = sqrt(s2 + 0.08)``."""
-    for j in range(ng):
-        for q in range(_Q8):
-            mu[j, q] = 0.0
-            s2[j, q] = 0.0
+    its variance, vectorised over the combinations (a horse not racing adds 0.0: no change,
+    all terms are >= +0.0); then ``s2 = sqrt(s2 + 0.08)``."""
+    cg = np.empty(ng, np.int64)
+    mu[:, :ng] = 0.0
+    s2[:, :ng] = 0.0
     for g in range(9):
         if g == h:
             continue
-        o0, o1 = tidx[i, sh, h, g, 0], tidx[i, sh, h, g, 1]
         for j in range(ng):
-            c = code[group[j], g]
-            o = o1 if c == 2 else (o0 if c == 1 else nT)
-            for q in range(_Q8):
-                mu[j, q] += tbuf[o + q]
-                s2[j, q] += vbuf[o + q]
-    for j in range(ng):
-        for q in range(_Q8):
-            s2[j, q] = np.sqrt(s2[j, q] + 0.08)
+            cg[j] = code[group[j], g]
+        o0, o1 = tidx[i, sh, h, g, 0], tidx[i, sh, h, g, 1]
+        for q in range(_Q):
+            a0 = tbuf[o0 + q] if o0 >= 0 else 0.0
+            a1 = tbuf[o1 + q] if o1 >= 0 else 0.0
+            w0 = vbuf[o0 + q] if o0 >= 0 else 0.0
+            w1 = vbuf[o1 + q] if o1 >= 0 else 0.0
+            mq, sq = mu[q], s2[q]
+            for j in range(ng):
+                c = cg[j]
+                mq[j] += a1 if c == 2 else (a0 if c == 1 else 0.0)
+                sq[j] += w1 if c == 2 else (w0 if c == 1 else 0.0)
+    for q in range(_Q):
+        sq = s2[q]
+        for j in range(ng):
+            sq[j] = np.sqrt(sq[j] + 0.08)
 
 
 @_njit
-def _write_z(need, cards, nc, h, group, ng, Fb, zoff, mu, s2, z, den):
-    """The raw phi arguments ``t - F - 0.5 - mu`` and their divisors ``s2`` of (b, h) for the
-    group's combinations b, at the places _combo_codes gave them."""
-    for j in range(ng):
-        b = group[j]
-        el = cards[b % nc, h] == 0
-        k = zoff[b, h]
-        for t in range(9):
-            if not (need[0, h, t] or (el and need[1, h, t])):
-                continue
-            c = t + 1 - Fb[b] - 0.5
-            for q in range(_Q):
-                z[k + q] = c - mu[j, q]
-                den[k + q] = s2[j, q]
-            k += _Q
+def _scalar_sums(tbuf, vbuf, tidx, i, sh, h, code, b, j, mu, s2):
+    """``_group_sums`` for one combination b (column j), the 7 nodes in registers: cheaper
+    for small groups, the same additions in the same order."""
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = 0.0
+    v0 = v1 = v2 = v3 = v4 = v5 = v6 = 0.0
+    for g in range(9):
+        c = code[b, g]
+        if g == h or c == 0:
+            continue
+        o = tidx[i, sh, h, g, c - 1]
+        m0 += tbuf[o]
+        m1 += tbuf[o + 1]
+        m2 += tbuf[o + 2]
+        m3 += tbuf[o + 3]
+        m4 += tbuf[o + 4]
+        m5 += tbuf[o + 5]
+        m6 += tbuf[o + 6]
+        v0 += vbuf[o]
+        v1 += vbuf[o + 1]
+        v2 += vbuf[o + 2]
+        v3 += vbuf[o + 3]
+        v4 += vbuf[o + 4]
+        v5 += vbuf[o + 5]
+        v6 += vbuf[o + 6]
+    mu[0, j], mu[1, j], mu[2, j], mu[3, j], mu[4, j], mu[5, j], mu[6, j] = (
+        m0,
+        m1,
+        m2,
+        m3,
+        m4,
+        m5,
+        m6,
+    )
+    s2[0, j], s2[1, j], s2[2, j], s2[3, j] = v0, v1, v2, v3
+    s2[4, j], s2[5, j], s2[6, j] = v4, v5, v6
+    for q in range(_Q):
+        s2[q, j] = np.sqrt(s2[q, j] + 0.08)
 
 
 @_njit
-def _z_args(hv, place, L, values, nv, cards, nc, need, tbuf, vbuf, nT, tidx, z, den):
+def _z_args(hv, place, L, values, nv, cards, nc, need, tbuf, vbuf, nT, tidx, code, Fb,
+            newplace, z):  # fmt: skip
     """``tbuf`` (numpy's exp of ``_table_args``) becomes phi and ``vbuf`` phi (1 - phi); then
     ``z`` gets ``-1.702 * (t - F - 0.5 - mu) / sig`` (the argument of exp in phi) wherever a
-    score reads P(place(h) <= t), for every combination b = (values[b // nc], cards[b % nc]),
-    in (b, h, t) order; returns how many."""
+    score reads P(place(h) <= t), for every combination b = (values[b // nc], cards[b % nc]):
+    per group of combinations (``_group``), per threshold and node, a row over the group;
+    returns how many."""
     for j in range(nT):
         p = 1.0 / (1.0 + tbuf[j])
         tbuf[j] = p
         vbuf[j] = p * (1 - p)
-    tbuf[nT : nT + _Q8] = 0.0  # the zero row
-    vbuf[nT : nT + _Q8] = 0.0
-    B = nv * nc
-    code = np.empty((B, 9), np.int64)
-    Fb = np.empty(B, np.int64)
-    zoff = np.empty((B, 10), np.int64)
-    k = _combo_codes(hv, place, L, values, nv, cards, nc, need, code, Fb, zoff)
+    _combo_codes(hv, place, L, values, nv, cards, nc, code, Fb, newplace)
     group = np.empty(nc, np.int64)
-    mu = np.empty((nc, _Q8))
-    s2 = np.empty((nc, _Q8))
+    ts = np.empty(9, np.int64)
+    cj = np.empty(nc)
+    mu = np.empty((_Q, nc))
+    s2 = np.empty((_Q, nc))
+    k = 0
     for i in range(nv):
         for h in range(9):
-            for sh in range(2):  # the combinations where h races, moved (sh = 1) or not
-                ng = 0
-                for c in range(nc):
-                    b = i * nc + c
-                    if code[b, h] == 1 + sh and zoff[b, h + 1] > zoff[b, h]:
-                        group[ng] = b
-                        ng += 1
-                if ng:
-                    _group_sums(tbuf, vbuf, nT, tidx, i, sh, h, code, group, ng, mu, s2)
-                    _write_z(need, cards, nc, h, group, ng, Fb, zoff, mu, s2, z, den)
-    for j in range(k):  # apart, so that it runs vectorised
-        z[j] = (z[j] / den[j]) * -1.702
+            for sh in range(2):
+                nt = _thresholds(need, h, sh == 0, ts)
+                ng = _group(code, i, nc, h, sh, group) if nt else 0
+                if ng == 0:
+                    continue
+                if ng > 8:
+                    _group_sums(tbuf, vbuf, tidx, i, sh, h, code, group, ng, mu, s2)
+                else:
+                    for j in range(ng):
+                        _scalar_sums(tbuf, vbuf, tidx, i, sh, h, code, group[j], j, mu, s2)
+                for r in range(nt):
+                    for j in range(ng):
+                        cj[j] = ts[r] + 1 - Fb[group[j]] - 0.5
+                    if ng > 8:
+                        for q in range(_Q):
+                            mq, sq = mu[q], s2[q]
+                            for j in range(ng):
+                                z[k + q * ng + j] = ((cj[j] - mq[j]) / sq[j]) * -1.702
+                    else:
+                        for j in range(ng):
+                            for q in range(_Q):
+                                z[k + q * ng + j] = ((cj[j] - mu[q, j]) / s2[q, j]) * -1.702
+                    k += _Q * ng
     return k
 
 
 @_njit
-def _place_probs(hv, place, L, values, nv, cards, nc, need, ez, nz, weights, P):
+def _phi_sums(ez, k, ng, weights, acc):
+    """``acc[j] = sum_q weights[q] phi_qj`` over the group's row block at ``k`` (einsum's
+    order), vectorised over the group."""
+    for j in range(ng):
+        acc[j] = 0.0
+    for q in range(_Q):
+        w = weights[q]
+        for j in range(ng):
+            acc[j] += (1.0 / (1.0 + ez[k + q * ng + j])) * w
+
+
+@_njit
+def _place_probs(values, nv, nc, need, code, newplace, ez, weights, P):
     """``P[b, h, t-1] = P(place(h) <= t)`` where needed (0 elsewhere); ``ez``: numpy's exp of
-    _z_args' buffer (``nz`` values)."""
-    for j in range(nz):  # phi, vectorised
-        ez[j] = 1.0 / (1.0 + ez[j])
-    pos = hv[0]
-    mv = np.zeros(9, np.bool_)
-    newplace = np.zeros(9, np.int64)
-    k = 0
+    _z_args' buffer, read in its order."""
     for b in range(nv * nc):
-        ranks = cards[b % nc]
-        _moves(pos, place, L, values[b // nc], ranks, mv, newplace)
         for h in range(9):
-            if newplace[h] > 0:
-                for t in range(9):
-                    P[b, h, t] = 1.0 if newplace[h] <= t + 1 else 0.0
-                continue
-            el = ranks[h] == 0
             for t in range(9):
-                if need[0, h, t] or (el and need[1, h, t]):
-                    acc = 0.0
-                    for q in range(_Q):  # einsum's order
-                        acc += ez[k + q] * weights[q]
-                    k += _Q
-                    P[b, h, t] = acc
-                else:
-                    P[b, h, t] = 0.0
+                P[b, h, t] = 1.0 if 0 < newplace[b, h] <= t + 1 else 0.0
+    group = np.empty(nc, np.int64)
+    ts = np.empty(9, np.int64)
+    acc = np.empty(nc)
+    k = 0
+    for i in range(nv):
+        for h in range(9):
+            for sh in range(2):
+                nt = _thresholds(need, h, sh == 0, ts)
+                ng = _group(code, i, nc, h, sh, group) if nt else 0
+                for r in range(nt if ng else 0):
+                    if ng > 8:  # vectorised over the group
+                        _phi_sums(ez, k, ng, weights, acc)
+                    else:  # a few: loop setup would cost more than the sums
+                        for j in range(ng):
+                            a = 0.0
+                            for q in range(_Q):  # einsum's order
+                                a += (1.0 / (1.0 + ez[k + q * ng + j])) * weights[q]
+                            acc[j] = a
+                    k += _Q * ng
+                    for j in range(ng):
+                        P[group[j], h, ts[r]] = acc[j]
 
 
 @_njit
@@ -980,11 +1055,11 @@ def _exchange_gains(P, thr, prof, W, out):
 
 
 @_njit
-def _values(hv, place, L, values, nv, cards, nc, need, ez, nz, weights, P, thr, prof, nopp,
-            W, exchanges, deny, cards_phase, out):  # fmt: skip
+def _values(place, values, nv, cards, nc, need, code, newplace, ez, weights, P, thr, prof,
+            nopp, W, exchanges, deny, cards_phase, out):  # fmt: skip
     """The placing probabilities, then the scores of the combinations (card phase) or the
     exchange gains (exchange phase) into ``out``."""
-    _place_probs(hv, place, L, values, nv, cards, nc, need, ez, nz, weights, P)
+    _place_probs(values, nv, nc, need, code, newplace, ez, weights, P)
     if cards_phase:
         _scores(P, nv * nc, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out)
     else:
