@@ -42,9 +42,16 @@ statistics: the tree then holds only the searching player's information sets (a 
 against a known field, e.g. ``opponents="kd_value"``). It sees each opponent's view of the
 determinization, so it never uses what the searching player does not know either.
 
+**Leaf values.** With ``leaf="heuristic"`` a playout cut by ``rollout_depth`` is valued by the
+game's heuristic outlook instead of the returns so far (``agents.<game>.LEAF_VALUES``; Derby:
+every player's chance to win under derby_exchange's race projection, read from the
+determinization, which holds every player's tickets; or the expected score for the
+``"score"``/``"margin"`` modes), as the returns ``value_mode`` would give at the end.
+
 **Priors.** ``prior`` names a policy of the suite (e.g. ``"derby_exchange"``) whose move gets
 probability ``prior_weight`` at every new node, the rest spread uniformly; PUCT uses it as its
-prior and UCT tries that move first.
+prior and UCT tries that move first. With ``prior_temperature`` the weight is spread instead
+by a softmax of the prior's action values (``action_values``) at that temperature.
 
 **Presets.** ``preset="default"`` takes the game's tuned options (:func:`game_defaults`: e.g.
 Kentucky Derby models the other bettors as ``kd_value``, Derby uses ``derby_exchange`` as its
@@ -90,6 +97,8 @@ GENERIC: dict[str, Any] = {
     "value_scale": 1.0,
     "keys": "root",
     "final": "visits",
+    "leaf": "returns",
+    "prior_temperature": None,
 }
 
 
@@ -133,6 +142,7 @@ PRESETS = ("default", "plain")
 SELECTIONS = ("uct", "puct")
 KEYS = ("root", "mover")
 FINALS = ("visits", "value")
+LEAVES = ("returns", "heuristic")
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -160,6 +170,24 @@ class _Node:
         self.value = np.zeros(num_actions)  # summed values of the mover
         self.avail = np.zeros(num_actions)  # simulations in which the action was legal
         self.prior = prior
+
+
+def _leaf_function(game: Game, leaf: str) -> Any:
+    """``None`` (value a cut playout by the returns so far) or the game's heuristic leaf value:
+    ``state -> every player's chance to win`` (``agents.<game>.LEAF_VALUES``)."""
+    if leaf == "returns":
+        return None
+    import importlib
+
+    try:
+        table = getattr(importlib.import_module(f"agents.{game.name}"), "LEAF_VALUES", {})
+    except ModuleNotFoundError:
+        table = {}
+    if game.name not in table:
+        raise InvalidParameterError(
+            f"ismcts option 'leaf': {game.name} has no heuristic leaf value; allowed: 'returns'"
+        )
+    return table[game.name]
 
 
 def _check_int(name: str, value: Any, low: int, allow_none: bool = False) -> int | None:
@@ -248,6 +276,10 @@ class ISMCTSPolicy:
         value_scale: values are divided by it (e.g. the bankroll for chips).
         keys: ``"root"`` (SO-ISMCTS) or ``"mover"`` (each mover's own observation).
         final: the move played: most ``"visits"`` or best mean ``"value"`` at the root.
+        leaf: how a cut playout is valued: ``"returns"`` (so far) or ``"heuristic"`` (the
+            game's heuristic outlook, e.g. Derby's chances to win).
+        prior_temperature: None (the prior's favourite gets ``prior_weight``) or a
+            temperature > 0: the weight spread by a softmax of the prior's action values.
     """
 
     name = "ismcts"
@@ -270,6 +302,8 @@ class ISMCTSPolicy:
         value_scale: float = _UNSET,
         keys: str = _UNSET,
         final: str = _UNSET,
+        leaf: str = _UNSET,
+        prior_temperature: float | None = _UNSET,
     ) -> None:
         given = {k: v for k, v in locals().items() if v is not _UNSET and k in GENERIC}
         preset = _check_choice("preset", preset, PRESETS)
@@ -284,7 +318,7 @@ class ISMCTSPolicy:
             o["rollout"], o["rollout_depth"], o["prior"], o["opponents"]
         )  # fmt: skip
         prior_weight, value_mode, value_scale = o["prior_weight"], o["value_mode"], o["value_scale"]
-        keys, final = o["keys"], o["final"]
+        keys, final, leaf = o["keys"], o["final"], o["leaf"]
         self.iterations = _check_int("iterations", iterations, 1, allow_none=True)
         self.max_time = _check_number("max_time", max_time, 0.0, True, True)
         if self.iterations is None and self.max_time is None:
@@ -303,6 +337,10 @@ class ISMCTSPolicy:
         self.value_scale = _check_number("value_scale", value_scale, 0.0, True, False)
         self.keys = _check_choice("keys", keys, KEYS)
         self.final = _check_choice("final", final, FINALS)
+        self.leaf = _leaf_function(game, _check_choice("leaf", leaf, LEAVES))
+        self.prior_temperature = _check_number(
+            "prior_temperature", o["prior_temperature"], 0.0, True, True
+        )
         try:
             self.value_mode = game.check_reward_mode(value_mode or game.reward_modes[0])
         except InvalidParameterError as exc:
@@ -313,6 +351,11 @@ class ISMCTSPolicy:
         self.opponents = None if opponents is None else _resolve(opponents, game, "opponents")
         if opponents == "random":
             self.opponents = _Random()
+        if self.prior_temperature is not None and not hasattr(self.prior, "action_values"):
+            raise InvalidParameterError(
+                "ismcts option 'prior_temperature': needs a 'prior' policy with action values "
+                f"(action_values(observation, mask)), got prior={prior!r}"
+            )
         self._n = game.num_players
         self._num_actions = game.num_actions
         #: simulations run by the last decision (for benchmarks and tests)
@@ -436,9 +479,14 @@ class ISMCTSPolicy:
             legal = np.flatnonzero(s.legal_mask(mover))
             # ``s`` is always a determinization (the root's too): the prior sees the mover's
             # view of it, and a state-needing prior re-samples from there.
-            favourite = choose(self.prior, s, mover, rng)
             prior[legal] = (1.0 - self.prior_weight) / legal.size
-            prior[favourite] += self.prior_weight
+            if self.prior_temperature is None:
+                favourite = choose(self.prior, s, mover, rng)
+                prior[favourite] += self.prior_weight
+            else:  # a softmax of the prior's action values (-inf: never its choice)
+                v = self.prior.action_values(s.observation(mover), s.legal_mask(mover))[legal]
+                w = np.exp((v - v.max()) / self.prior_temperature)
+                prior[legal] += self.prior_weight * w / w.sum()
         return _Node(mover, self._num_actions, prior)
 
     def _select(self, node: _Node, legal: np.ndarray, rng: np.random.Generator) -> int:
@@ -475,7 +523,10 @@ class ISMCTSPolicy:
                 a = choose(policy, s, mover, rng)
             s.apply_action(mover, a)
             steps += 1
-        r = s.returns(self.value_mode)
+        if self.leaf is not None and not s.is_terminal():  # the returns the game promises
+            r = self.leaf(s, self.value_mode)
+        else:
+            r = s.returns(self.value_mode)
         n = self._n
         # margin over the mean of the other seats: zero-sum for every reward mode
         return (r - (r.sum() - r) / (n - 1)) / self.value_scale

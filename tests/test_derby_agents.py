@@ -177,3 +177,46 @@ def test_action_values_rank_the_heuristics_own_choice_first(name):
                 checked += 1
             s.apply_action(p, a)
     assert checked > 100
+
+
+def test_race_outlook_is_a_chance_to_win_and_the_returns_at_the_end():
+    from agents.derby import race_outlook, race_win_shares
+
+    game = DerbyGame(num_players=4)
+    state = game.new_initial_state(5)
+    rng = np.random.default_rng(5)
+    seen = 0
+    while not state.is_terminal():
+        win, score = race_win_shares(state)
+        assert abs(win.sum() - 1.0) < 1e-9 and win.min() >= 0.0
+        assert abs(race_outlook(state, "win").sum()) < 1e-9
+        assert abs(race_outlook(state, "margin").sum()) < 1e-9
+        assert np.array_equal(race_outlook(state, "score"), score)
+        assert score.min() >= 0.0 and score.max() <= 9 * game.max_profit
+        assert np.array_equal(race_win_shares(state)[0], win)  # no rng: the same draws
+        legal = state.legal_actions(state.current_players()[0])
+        state.apply_action(state.current_players()[0], legal[rng.integers(len(legal))])
+        seen += 1
+    assert seen > 100
+    for mode in ("win", "score", "margin"):
+        assert np.array_equal(race_outlook(state, mode), state.returns(mode))
+
+
+def test_race_outlook_of_a_settled_race_is_the_score():
+    from agents.derby import race_win_shares
+
+    game = DerbyGame(num_players=4)
+    state = game.new_initial_state(3)
+    # eight horses have finished, the last one can only be 9th: every score is settled
+    state.place = [1, 2, 3, 4, 5, 6, 7, 8, 0]
+    state.finish_order = list(range(8))
+    state.pos = [game.params["track_length"]] * 8 + [10]
+    K = game.tickets_per_colour
+    thr = [t for t, _ in game.ticket_values]
+    for c in range(9):  # player 0 holds the ticket whose threshold is its horse's place
+        state.hand[0][c] = c * K + thr.index(c + 1)
+    actual = np.array(state.scores(), np.float64)
+    assert actual.argmax() == 0 and (actual == actual.max()).sum() == 1
+    win, score = race_win_shares(state)
+    assert np.array_equal(score, actual)
+    assert win[0] == 1.0

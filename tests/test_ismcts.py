@@ -360,3 +360,73 @@ def test_beats_random():
     row = next(r for r in result.rows if r["agent"] == "ismcts")
     assert row["games"] == 12
     assert row["win_lo95"] > 0.5, row
+
+
+def _derby_position(n: int = 4, seed: int = 2, steps: int = 40):
+    game = make_game("derby", num_players=n)
+    state = game.new_initial_state(seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        p = state.current_players()[0]
+        legal = state.legal_actions(p)
+        state.apply_action(p, legal[rng.integers(len(legal))])
+    while len(state.legal_actions(state.current_players()[0])) < 2:
+        state.apply_action(state.current_players()[0], state.legal_actions(0)[0])
+    return game, state
+
+
+def test_heuristic_leaf_values_cut_playouts():
+    game, state = _derby_position()
+    p = state.current_players()[0]
+    n = game.num_players
+    cut = {"rollout_depth": 0, "iterations": 30, "opponents": None}
+    # cut at once and valued by the returns so far: an unfinished Derby is worth 0 to all
+    plain = make_policy("ismcts", game, leaf="returns", **cut)
+    assert set(plain.root_statistics(state, p, np.random.default_rng(0))["values"]) == {0.0}
+    leaf = make_policy("ismcts", game, leaf="heuristic", **cut)
+    stats = leaf.root_statistics(state, p, np.random.default_rng(0))
+    values = np.array(stats["values"])[np.array(stats["visits"]) > 0]
+    # chances to win as margins over the others: within [-1/(n-1), 1], and not all equal
+    assert values.min() >= -1 / (n - 1) - 1e-12 and values.max() <= 1 + 1e-12
+    assert len(set(values.tolist())) > 1
+    again = make_policy("ismcts", game, leaf="heuristic", **cut)
+    assert again.root_statistics(state, p, np.random.default_rng(0)) == stats
+    assert make_policy("ismcts", game, leaf="heuristic", value_mode="margin").leaf is not None
+
+
+def test_prior_temperature_spreads_the_prior_by_action_values():
+    game, state = _derby_position()
+    p = state.current_players()[0]
+    policy = make_policy(
+        "ismcts", game, prior="derby_exchange", prior_temperature=0.5, prior_weight=1.0,
+        opponents=None, iterations=5,
+    )  # fmt: skip
+    node = policy._new_node(state, p, np.random.default_rng(0))
+    legal = np.flatnonzero(state.legal_mask(p))
+    assert abs(node.prior[legal].sum() - 1.0) < 1e-12
+    assert node.prior[np.setdiff1d(np.arange(game.num_actions), legal)].sum() == 0.0
+    values = policy.prior.action_values(state.observation(p), state.legal_mask(p))
+    best = legal[np.argmax(values[legal])]
+    assert node.prior[best] == node.prior.max()
+    finite = legal[np.isfinite(values[legal])]
+    assert (node.prior[finite] > 0).sum() > 1  # not only the favourite
+    # a lower temperature concentrates the prior on the favourite
+    sharp = make_policy(
+        "ismcts", game, prior="derby_exchange", prior_temperature=0.01, prior_weight=1.0,
+        opponents=None, iterations=5,
+    )  # fmt: skip
+    assert sharp._new_node(state, p, np.random.default_rng(0)).prior[best] > node.prior[best]
+
+
+@pytest.mark.parametrize(
+    "game_name,options,needle",
+    [
+        ("kentucky_derby", {"leaf": "heuristic"}, "no heuristic leaf value"),
+        ("derby", {"leaf": "model"}, "returns, heuristic"),
+        ("derby", {"prior_temperature": 0}, "'prior_temperature'"),
+        ("derby", {"prior": None, "prior_temperature": 1.0}, "needs a 'prior' policy"),
+    ],
+)
+def test_bad_leaf_and_prior_options_are_named(game_name, options, needle):
+    with pytest.raises(InvalidParameterError, match=needle):
+        make_policy("ismcts", make_game(game_name, num_players=4), **options)
