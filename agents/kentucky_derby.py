@@ -51,7 +51,9 @@ def win_probabilities(movement_table: str, second_place: bool, races: int = 4000
     return tuple(p1), tuple(p2)
 
 
-class _KDBase:
+class KDBase:
+    """What the Kentucky Derby heuristics share (public: timing scripts subclass it)."""
+
     needs_state = False
 
     def __init__(self, game: KentuckyDerbyGame) -> None:
@@ -92,7 +94,10 @@ class _KDBase:
         return int(action_mask[: self.levels].sum()) - 1  # my largest legal stake
 
 
-class KDContrarian(_KDBase):
+_KDBase = KDBase  # the old private name (scripts/time_heuristics.py imports it)
+
+
+class KDContrarian(KDBase):
     """Back the least crowded horse; stake only if profitable on the visible bets."""
 
     name = "kd_contrarian"
@@ -113,7 +118,7 @@ class KDContrarian(_KDBase):
         return h * self.levels + stake
 
 
-class KDValue(_KDBase):
+class KDValue(KDBase):
     """Maximise expected chips, averaging over the unseen bettors' choices."""
 
     name = "kd_value"
