@@ -113,6 +113,29 @@ def test_its_picture_comes_from_its_record(toy):
     assert picture.shape == (text.shape[0] + BAND, text.shape[1], 3)  # its own, not the text
 
 
+def test_the_adapters_check_legality_once_and_apply_action_stays_strict(toy, monkeypatch):
+    from derby_envs.core.errors import IllegalActionError
+    from tests.toy_game.engine import ToyState
+
+    checks = []
+    real = ToyState.is_legal
+    monkeypatch.setattr(ToyState, "is_legal", lambda s, p, a: checks.append(a) or real(s, p, a))
+    env = registry.game_info("toy").entry_module().raw_env(num_players=3)
+    env.reset(seed=0)
+    steps = 0
+    for _agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[-1]))
+        steps += not (term or trunc)
+    assert steps == 9 and len(checks) == steps  # the adapter's check only (apply_legal)
+    state = registry.make_game("toy", num_players=2).new_initial_state(0)
+    illegal = next(a for a in range(6) if a not in state.hands[0])
+    before = state.to_dict()
+    with pytest.raises(IllegalActionError):
+        state.apply_action(0, illegal)
+    assert state.to_dict() == before
+
+
 def test_nothing_outside_its_folder_names_the_toy_game():
     for top in ("derby_envs", "agents", "training"):
         for path in (ROOT / top).rglob("*.py"):

@@ -350,7 +350,7 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
                 return
             legal = self._replacement(player)
         self._cumulative_rewards[agent] = 0.0
-        state.apply_action(player, legal)
+        state.apply_legal(player, legal)  # checked above (or a legal replacement)
         self._decisions[agent] += 1
         delta = self._reward_step()
         for a in self.agents:

@@ -257,6 +257,15 @@ class State(ABC):
             )
         self._apply(player, a)
 
+    def apply_legal(self, player: int, action: int) -> None:
+        """Apply ``player``'s ``action`` that the caller has checked: ``action`` is an ``int``
+        and ``is_legal(player, action)`` holds now (the env adapters check before applying).
+
+        No second check, so an unchecked illegal action may corrupt the state: anything else
+        uses :meth:`apply_action`.
+        """
+        self._apply(player, action)
+
     @abstractmethod
     def _apply(self, player: int, action: int) -> None:
         """Apply a legal action (already checked)."""

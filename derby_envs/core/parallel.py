@@ -114,7 +114,7 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
                 legal, penalties[a] = self._replacement(p), self.illegal_reward
             chosen[p] = legal
         for p, action in chosen.items():
-            state.apply_action(p, action)
+            state.apply_legal(p, action)  # each checked above (or a legal replacement)
         self.num_cycles += 1
         delta = self._reward_step()
         agents = self.agents

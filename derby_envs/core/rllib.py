@@ -280,8 +280,11 @@ class DerbyMultiAgentEnv(GameEnvMixin, MultiAgentEnv, EzPickle):
                         return True, False
                     legal = self._replacement(p)  # "replace": the game goes on
                 chosen[p] = legal
-            for p, action in chosen.items():
-                state.apply_action(p, action)
+            for p, action in chosen.items():  # the learners' actions are checked above
+                if p in self._seat_policy:
+                    state.apply_action(p, action)
+                else:
+                    state.apply_legal(p, action)
             self.num_cycles += 1
             self._pending += self._reward_step()
             actions = {}

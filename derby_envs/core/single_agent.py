@@ -154,7 +154,7 @@ class SingleAgentEnv(gymnasium.Env):
                 info = {**self._info(), "illegal_action": True}
                 return self._obs(), self.illegal_reward, True, False, info
             a = random_legal(state.legal_mask(self.seat), self.np_random)
-        state.apply_action(self.seat, a)
+        state.apply_legal(self.seat, a)  # checked above (or a legal replacement)
         self._steps += 1
         self._advance()
         ret = float(state.returns(self.reward_mode)[self.seat])
