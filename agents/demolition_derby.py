@@ -227,6 +227,7 @@ class DDTactical:
         c._priv = {}
         c._priv_src = None
         c._obs_src = None
+        c._seats = None  # the simulation never observes: no counts to keep up to date
         c._priv_base = {}
         return c
 
