@@ -1,8 +1,8 @@
 """Demolition Derby (the drafting game of Diesel Demolition Derby): engine, card data, envs.
 
 The card set shipped in ``data/cards.json`` is a **reconstruction** (the published card list is
-not available); see :mod:`derby_envs.games.demolition_derby.engine` for the rules summary, the
-action table and the observation slices. ``GAME_INFO`` is this game's record for the registry
+not available); see :mod:`derby_envs.games.demolition_derby.engine` for the rules summary and the
+action table, :mod:`derby_envs.games.demolition_derby.observer` for the observation layout. ``GAME_INFO`` is this game's record for the registry
 (:mod:`derby_envs.core.info`).
 """
 

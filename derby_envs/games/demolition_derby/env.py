@@ -1,7 +1,8 @@
 """Demolition Derby environments: thin subclasses of the generic adapters.
 
-See :mod:`derby_envs.games.demolition_derby.engine` for the rules summary, the action table,
-the observation slices and the reward modes. The 52-card set is our **reconstruction** (the
+See :mod:`derby_envs.games.demolition_derby.engine` for the rules summary, the action table and
+the reward modes, and :mod:`derby_envs.games.demolition_derby.observer` (table in
+docs/demolition_derby.md) for the observation layout. The 52-card set is our **reconstruction** (the
 published card list is not available); it is data in ``data/cards.json``, replaceable with
 ``cards="path/to/cards.json"``.
 
@@ -39,7 +40,8 @@ class raw_env(DerbyAECEnv):  # noqa: N801 - PettingZoo's naming convention
         "Parameters: num_players, variant ('standard' | 'mekk_mania'), cards (card-set preset or\n"
         ".json path; the default set is a reconstruction), wins_needed, max_derbies, plus\n"
         "reward_mode ('win' | 'derbies'), illegal_action, render_mode.\n"
-        "Observation slices and action table: derby_envs.games.demolition_derby.engine."
+        "Action table: derby_envs.games.demolition_derby.engine; observation layout:\n"
+        "derby_envs.games.demolition_derby.observer (table in docs/demolition_derby.md)."
     )
     game_cls = DemolitionDerbyGame
     metadata = {**DerbyAECEnv.metadata, "name": "demolition_derby_v0"}
