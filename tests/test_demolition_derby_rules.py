@@ -694,3 +694,19 @@ def test_swarm_drone_counts_the_other_drones_its_controller_has():
     st = s.strengths()
     assert [st[c] for c in s.lineups[0]] == [3, 1, 1, 3]  # the face-down one has no ability
     assert s.projected_scores()[0] == [8, 1]
+
+
+def test_phase_is_saved_by_name_and_old_saves_with_an_index_still_load():
+    game = DemolitionDerbyGame(num_players=3)
+    state = game.new_initial_state(5)
+    rng = np.random.default_rng(5)
+    for _ in range(9):  # into the match, past a few reveals
+        p = state.current_players()[0]
+        state.apply_action(p, random_action(state, p, rng))
+    saved = state.to_dict()
+    assert saved["state"]["phase"] in ("deploy", "choose", "over")
+    old = {**saved, "state": {**saved["state"], "phase": state.phase}}  # an int, as saved before
+    assert game.state_from_dict(old).to_dict() == saved
+    bad = {**saved, "state": {**saved["state"], "phase": "racing"}}
+    with pytest.raises(StateFormatError, match="phase"):
+        game.state_from_dict(bad)

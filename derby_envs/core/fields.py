@@ -19,10 +19,9 @@ Kinds (what is kept in the state -> what is saved):
 
 * :class:`Int`, :class:`Bool` - Python ints / bools, saved as JSON numbers / booleans.
 * :class:`Enum` - an int index in the state, **saved as its name** (the convention for
-  enumerations in saved states: readable, and safe against reordering; Derby's ``phase``).
-  Demolition Derby keeps its ``phase`` a saved number (an :class:`Int`) because renaming it
-  would change its saved payload and so its golden transcript digests; ``accept_index``
-  lets such a field move to names later and still load old saves.
+  enumerations in saved states: readable, and safe against reordering; every game's
+  ``phase``). ``accept_index`` also loads a bare index, for states saved before a field moved
+  to names (Demolition Derby's ``phase`` did).
 * :class:`IntList` - a list of ints; :class:`IntRows` - a list of int lists (rows may differ
   in length when ``length`` is None); :class:`IntArray` / :class:`BoolArray` - 1-d numpy arrays.
   All saved as JSON lists.

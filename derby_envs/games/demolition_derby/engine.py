@@ -70,6 +70,7 @@ from derby_envs.core.fields import (
     PLAYERS,
     Cache,
     Derived,
+    Enum,
     Int,
     IntList,
     IntRows,
@@ -368,7 +369,7 @@ class DemolitionDerbyState(State):
         Rng(lazy=True),
         Int("derby", 0, lambda g: g.params["max_derbies"]),
         Int("turn", 0, sv.num_cards),
-        Int("phase", DEPLOY, OVER),
+        Enum("phase", PHASES, accept_index=True),  # saved by name; old saves (an int) load
         IntList("wins", PLAYERS, 0),
         IntList("deck", None, 0, sv.last_card),
         IntRows("hands", PLAYERS, None, 0, sv.last_card),

@@ -5,8 +5,8 @@ resolution, the event log) and the named checks a restored match must pass: ever
 and range-checked, then the position one the rules can reach (cards conserved, whose move, the
 pending abilities re-derived from the position).
 
-The saved payload is exactly the one saved before the declaration (the golden transcripts
-digest it): ``phase`` stays an int, flags are lists of card ids.
+The saved payload is the one saved before the declaration except ``phase``, saved by name like
+every game's enumerations (a saved int still loads); flags are lists of card ids.
 """
 
 from __future__ import annotations
