@@ -25,11 +25,16 @@ Policies:
 
 The model runs in one of two implementations with the same values, bit for bit (a test replays
 5,175 recorded decisions and compares both): the numpy model (``fast=False``; about 0.5 ms
-median, 1.7 ms mean per decision) and, where numba is installed (the default then), compiled
-kernels that tabulate the pairwise chances per number value and compute a placing
-probability only where a score reads it (about 5x faster on this 2-core machine; the first
-decision of a process loads the kernels from numba's cache, ~1 s, or compiles them once,
-~10-25 s). See "the fast path" below.
+median, 1.5 ms mean per decision on Derby 4p positions of random play) and, where numba is
+installed (the default then), compiled kernels that tabulate the pairwise chances per number
+value, compute a placing probability only where a score reads it, and run the sums and
+divisions vectorised over groups of combinations (about 11x faster on the median and 12x on
+the mean on this 2-core machine, ``scripts/time_heuristics.py --only derby_exchange``; the
+first decision of a process loads the kernels from numba's cache, ~1 s, or compiles them
+once, ~20-50 s). See "the fast path" below.
+
+For search, :func:`race_outlook` values a full state (a determinization) for every player
+with the same race model: the chance to win, or the expected score.
 """
 
 from __future__ import annotations
@@ -437,7 +442,14 @@ class _DerbyBase:
 # * P(place(h) <= t) is computed only where a score reads it (the thresholds of known tickets;
 #   the face-down weights only for the horses a combination could exchange);
 # * the loops run compiled (numba) with the additions in numpy's order, and every exp is
-#   numpy's own (its SIMD exp can differ from libm's in the last bit) on buffers they fill.
+#   numpy's own (its SIMD exp can differ from libm's in the last bit) on buffers they fill;
+# * per decision: one kernel call prepares everything and builds the pairwise table, numpy's
+#   exp, one call computes phi's arguments, numpy's exp, one call the values (each call costs
+#   its arguments' unboxing: the work arrays are kept per policy, nothing large is returned);
+# * the combinations in which a horse h races in the same state and reads the same
+#   thresholds form a group; its sums over the other horses, the divisions and the weighted
+#   node sums run vectorised across the group (error_model="numpy": no zero-division checks
+#   that would keep the divisions scalar), in registers for groups of up to 8.
 # Field offsets of the observation, in the order _prepare reads them
 _FIELDS = (
     "played", "number_played", "card_played", "positions", "places", "open_cards", "pile",

@@ -55,7 +55,8 @@ by a softmax of the prior's action values (``action_values``) at that temperatur
 
 **Presets.** ``preset="default"`` takes the game's tuned options (:func:`game_defaults`: e.g.
 Kentucky Derby models the other bettors as ``kd_value``, Derby uses ``derby_exchange`` as its
-PUCT prior, Demolition Derby plays out with ``dd_greedy`` over about one Derby); ``"plain"``
+PUCT prior, models the others as ``derby_exchange`` and values new nodes by the chances to
+win, Demolition Derby plays out with ``dd_greedy`` over about one Derby); ``"plain"``
 is the generic search (random playouts to the end, valued by the game's ``"win"``). Options
 given by name override the preset.
 
@@ -120,12 +121,17 @@ def game_defaults(game: Game) -> dict[str, Any]:
             "value_scale": float(game.params["bankroll"]),
         }
     if game.name == "derby":
-        # random playouts alone lose to derby_exchange: its move is a strong PUCT prior
+        # a search against a derby_exchange field: the others play as derby_exchange, its
+        # move is the PUCT prior, and a new node is valued at once by every player's chance
+        # to win under its race projection (random playouts say little in Derby)
         return {
-            "iterations": 60,
+            "iterations": 150,
+            "opponents": "derby_exchange",
             "prior": "derby_exchange",
             "selection": "puct",
             "prior_weight": 0.8,
+            "rollout_depth": 0,
+            "leaf": "heuristic",
         }
     if game.name == "demolition_derby":
         # dd_greedy playouts over about one Derby, valued by the Derbies won
