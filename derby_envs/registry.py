@@ -3,7 +3,16 @@
 Each game's facts live in its package (``GAME_INFO`` in ``derby_envs/games/<game>/__init__.py``,
 a :class:`~derby_envs.core.info.GameInfo`); this module lists the packages, one line per game,
 and registers them. A game outside the package (a plugin, or the test suite's toy game) joins
-with one call: ``register_game("my_package")``.
+with one call: ``register_game("my_package")``. Example::
+
+    from derby_envs import registry
+    info = registry.register_game("my_games.goofspiel")  # imports the package's GAME_INFO
+    game = registry.make_game(info.name, num_players=2)  # the engine, parameters validated
+    env = pettingzoo.make("aec", info.pz_id)             # derby_envs/goofspiel-v0
+    registry.unregister_game(info.name)                  # e.g. at the end of a test
+
+Registration lasts for the process: the ``derby-envs`` command sees a plugin only when it is
+registered in the same process before ``training.cli.main`` runs (README, "Your own game").
 """
 
 from __future__ import annotations

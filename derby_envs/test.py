@@ -23,6 +23,17 @@ test by test)::
 
     from derby_envs.test import run_suite
     run_suite("kentucky_derby")  # or any game added with derby_envs.registry.register_game
+
+A game of your own (docs/architecture.md, "Adding a game")::
+
+    from derby_envs.registry import register_game
+    register_game("my_games.goofspiel")  # the package defining GAME_INFO
+    run_suite("goofspiel")               # the record's name
+
+A failed check raises (mostly ``AssertionError``, from ``pettingzoo.test`` and Gymnasium's
+``check_env`` often without a message); to find the option set, run the batteries one at a
+time: ``for o in game_configs(name): pettingzoo_battery(name, **o)``, then
+:func:`gymnasium_battery`, :func:`engine_battery` and :func:`env_battery` (``num_players=n``).
 """
 
 from __future__ import annotations

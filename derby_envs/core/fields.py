@@ -40,6 +40,9 @@ range-checks every field, then runs ``derive`` and then the named ``checks`` (ea
 of the state that raises StateFormatError through ``saved_check``): the rules-level
 consistency of the position, one concern per function.
 
+Loading fills the object ``Game._blank_state()`` returns: that method must set its ``game``
+(bounds and checks read it), e.g. ``s = MyState.__new__(MyState); s.game = self; return s``.
+
 ``clone`` is on the search agents' hot path, so it is generated once per class as plain
 Python source (one statement per mutable field), as fast as a hand-written copy.
 """

@@ -43,6 +43,20 @@ class SmokeRun:
 class GameInfo:
     """Everything outside a game's folder needs to know about it.
 
+    Checked when built (a bad name, path or count raises InvalidParameterError naming the
+    field); the paths are imported only when used. A plugin's record, for example::
+
+        GAME_INFO = GameInfo(
+            name="goofspiel",
+            engine="my_games.goofspiel.engine:GoofGame",
+            module="my_games.goofspiel.env",  # env(), parallel_env(), raw_env, raw_parallel_env
+            env="my_games.goofspiel.env",
+            gym_id="my_games/Goofspiel-v0",
+            gym_entry="my_games.goofspiel.env:GoofSingleAgentEnv",
+            bench_players=(2,),
+            agents="my_games.goofspiel.agents",  # POLICIES; without it: random, search, ismcts
+        )
+
     Attributes:
         name: registry id (``Game.name``), e.g. ``"kentucky_derby"``.
         engine: the engine's Game class, ``"module:Class"``.
@@ -52,7 +66,11 @@ class GameInfo:
             ``CONFORMANCE_CONFIGS`` (option sets the battery runs) and, optionally,
             ``max_cycles_test_options(options) -> dict | None`` (None: PettingZoo's
             ``max_cycles_test`` does not apply; absent: it applies with the options as given).
-        gym_id: the Gymnasium single-agent id, e.g. ``"derby_envs/KentuckyDerby-v0"``.
+            ``max_cycles_test`` plays exactly 4 cycles and expects every agent to step in each:
+            an option set whose game can end sooner needs longer options here (the toy game
+            returns ``{**options, "rounds": 4}``).
+        gym_id: the Gymnasium single-agent id, e.g. ``"derby_envs/KentuckyDerby-v0"`` (free;
+            the PettingZoo id is always ``derby_envs/<name>-v0``, :attr:`pz_id`).
         gym_entry: the single-agent env class, ``"module:Class"``.
         bench_players: player counts ``derby-envs bench`` measures.
         smoke: the smoke training run.
@@ -139,10 +157,12 @@ class GameInfo:
 
     @property
     def display_name(self) -> str:
+        """``Game.display_name``, e.g. ``"Kentucky Derby"``."""
         return str(self.game_class.display_name)
 
     @property
     def player_range(self) -> tuple[int, int]:
+        """Inclusive (min, max) players (the ``num_players`` parameter's bounds)."""
         return self.game_class.player_range()
 
     @property
@@ -154,9 +174,11 @@ class GameInfo:
         return f"{package}.render:render_rgb" if package else "render:render_rgb"
 
     def entry_module(self) -> ModuleType:
+        """The versioned entry-point module (``module``), imported."""
         return importlib.import_module(self.module)
 
     def env_module(self) -> ModuleType:
+        """The env module (``env``), imported."""
         return importlib.import_module(self.env)
 
     def conformance_configs(self) -> list[dict[str, Any]]:

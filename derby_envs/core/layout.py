@@ -6,6 +6,25 @@ The size is a number or a short formula over single-letter variables that the ga
 multiplies). From the declaration come the game's ``observation_slices``
 (:meth:`Layout.slices`) and the markdown table of its docs page (:meth:`Layout.markdown`),
 which a test compares with ``docs/<game>.md`` so that code and documentation cannot drift.
+
+An engine assigns its layout to ``Game.observation_layout``; ``Game.layout_variables()``
+supplies the letters (by default only ``n``, the number of players: override it for any other
+letter). Example::
+
+    OBSERVATION = Layout([
+        ("to_act", 1, "1 if the observer must act now"),
+        ("hand", "K", "the observer's cards by value"),
+        ("scores", "n", "points by relative seat"),
+    ])
+
+    class MyGame(Game):
+        observation_layout = OBSERVATION
+
+        def layout_variables(self):
+            return {"n": self.num_players, "K": self.params["cards"]}
+
+    game.observation_slices  # {"to_act": slice(0, 1), "hand": slice(1, 1 + K), ...}
+    OBSERVATION.size({"n": 2, "K": 4})  # 7
 """
 
 from __future__ import annotations
@@ -49,7 +68,9 @@ class Entry:
 
 
 class Layout:
-    """An ordered observation layout."""
+    """An ordered observation layout: :class:`Entry` objects or ``(name, size, meaning)``
+    tuples, names unique. ``variables`` below maps each letter of the size formulas to its
+    value (what ``Game.layout_variables()`` returns)."""
 
     def __init__(self, entries: Sequence[Entry | tuple[str, int | str, str]]) -> None:
         self.entries = tuple(e if isinstance(e, Entry) else Entry(*e) for e in entries)

@@ -2,7 +2,14 @@
 
 Relative seat ``k`` seen from ``player`` is absolute seat ``(player + k) % n``: index 0 is the
 observer, 1 the player on its left, and so on. Observations, text views and agents use these
-helpers rather than their own arithmetic, so that all games rotate the same way.
+helpers rather than their own arithmetic, so that all games rotate the same way. Example, 4
+players seen from seat 2::
+
+    seat_order(2, 4)         # [2, 3, 0, 1]: relative seat k is absolute seat_order(2, 4)[k]
+    relative_seat(2, 0, 4)   # 2: absolute seat 0 sits two places to player 2's left
+    seat_orders(4)[2]        # (2, 3, 0, 1), the cached tuple for hot paths
+
+An observation's per-seat block is filled ``for k, p in enumerate(seat_order(player, n))``.
 """
 
 from __future__ import annotations
