@@ -33,6 +33,7 @@ from derby_envs.games.demolition_derby.engine import (
     TOTAL_CAP,
     DemolitionDerbyGame,
     DemolitionDerbyState,
+    SimulationState,
 )
 
 K = {k: i for i, k in enumerate(DEC_KINDS)}
@@ -181,69 +182,36 @@ class DDTactical:
         determinizations (what ``act_state`` maximises)."""
         totals = np.zeros(len(legal))
         for _ in range(self.samples):
-            base = self._resample(state, player, rng)
+            base, deal_seed = self._resample(state, player, rng)
             for i, a in enumerate(legal):
-                sim = self._light_copy(base)
-                sim._apply(player, a)  # legal by construction: skip the checked wrapper
+                sim = base.simulation_copy(self._scratch)  # see act_state
+                sim.apply_legal(player, a)  # legal by construction: skip the checked wrapper
                 if sim.derby != base.derby and sim.phase != OVER:
                     # my move ended the Derby: the simulation plays the next one's first turn,
                     # dealt as the resampled copy's own generator would deal it
-                    sim.rng = np.random.default_rng(base._deal_seed)
-                    DemolitionDerbyState._start_derby(sim)
+                    sim.deal_next_derby(deal_seed)
                 totals[i] += self._simulate(sim, player, rng)
         return totals
 
-    # The simulation works on light copies of engine states and runs the engine's own
-    # resolution, but replaces everything around it that costs without changing the outcome:
-    # no fresh bit generator per copy, no observation vectors and masks for the simulated
-    # greedy players (their scores are read from the state), no deal of the next Derby.
+    # The simulation works on the engine's light copies (``simulation_copy``: no fresh bit
+    # generator per copy, no observation vectors and masks, no deal of the next Derby) and runs
+    # the engine's own resolution; the simulated greedy players' scores are read from the state.
     # Every draw from ``rng`` is the same, in the same order, as with the straightforward
     # version (clone, ``resample_hidden``, ``apply_action``, ``DDGreedy.act``); the recorded
     # traces (tests/test_heuristic_traces_dd_kd.py) hold it to that.
 
-    def _light_copy(self, s: DemolitionDerbyState) -> DemolitionDerbyState:
-        """A copy for one simulated turn (like ``clone``, minus the bit generator)."""
-        c = _SimState.__new__(_SimState)
-        d = c.__dict__
-        d.update(s.__dict__)
-        c.rng = self._scratch  # see act_state: a deal the simulation reads is made there
-        c.wins = s.wins[:]
-        c.hands = [h[:] for h in s.hands]
-        c.lineups = [x[:] for x in s.lineups]
-        c.discard = s.discard[:]
-        c.discard_turn = s.discard_turn[:]
-        c.owner = s.owner[:]
-        c.face_up = s.face_up[:]
-        c.this_turn = s.this_turn[:]
-        c.instant_done = s.instant_done[:]
-        c.picks = [x[:] for x in s.picks]
-        c.turn_protect = s.turn_protect[:]
-        c.stoppers = s.stoppers[:]
-        c.queue = s.queue[:]
-        c.tasks = [t.copy() for t in s.tasks]
-        c.movers = s.movers[:]
-        c.events = []  # the simulation never reads the log
-        c._masks = {}
-        c._priv = {}
-        c._priv_src = None
-        c._obs_src = None
-        c._seats = None  # the simulation never observes: no counts to keep up to date
-        c._priv_base = {}
-        return c
-
     def _resample(
         self, state: DemolitionDerbyState, player: int, rng: np.random.Generator
-    ) -> DemolitionDerbyState:
-        """``state.resample_hidden(player, rng)`` with the same draws, on a light copy."""
-        s = self._light_copy(state)
+    ) -> tuple[SimulationState, int]:
+        """``state.resample_hidden(player, rng)`` with the same draws, on a light copy, and the
+        seed of the copy's own future chance (only a Derby ended by my move reads it)."""
+        s = state.simulation_copy(self._scratch)
         s.deck = state.deck[:]
         s.unused = state.unused[:]
-        # the seed of the copy's own future chance: only a Derby ended by my move reads it
-        s._deal_seed = int(rng.integers(2**63 - 1))
-        if s.phase == OVER:
-            return s
-        s._redeal_hidden(player, rng, self._mekk_pool)
-        return s
+        deal_seed = int(rng.integers(2**63 - 1))
+        if s.phase != OVER:
+            s.redeal_hidden(player, rng, self._mekk_pool)
+        return s, deal_seed
 
     def _simulate(self, sim: DemolitionDerbyState, me: int, rng: np.random.Generator) -> float:
         """Play to the end of the current turn with quick greedy moves and score it."""
@@ -261,7 +229,7 @@ class DDTactical:
                 a = self._quick_deploy(sim, p, rng)
             else:
                 a = self._quick_choice(sim, p, rng)
-            sim._apply(p, a)
+            sim.apply_legal(p, a)
             steps += 1
         if sim.phase == OVER:
             return 100.0 * (me in sim.final_winners)
@@ -288,7 +256,7 @@ class DDTactical:
         for p, legal in zip(movers, legals, strict=True):
             vals = [value[d] + z for d, z in zip(legal, noise[i : i + len(legal)], strict=True)]
             i += len(legal)
-            sim._apply(p, legal[max(range(len(vals)), key=vals.__getitem__)])
+            sim.apply_legal(p, legal[max(range(len(vals)), key=vals.__getitem__)])
 
     def _quick_deploy(self, sim: DemolitionDerbyState, p: int, rng: np.random.Generator) -> int:
         counts = sim.hand_counts(p, minus_picks=True)
@@ -302,7 +270,7 @@ class DDTactical:
 
     def _quick_choice(self, sim: DemolitionDerbyState, p: int, rng: np.random.Generator) -> int:
         """``self.quick.act(sim.observation(p), sim.legal_mask(p), rng)`` read from the state."""
-        task = sim._pending_task(p)
+        task = sim.pending_task(p)
         legal = sorted(task.opts)
         if len(legal) == 1:
             return legal[0]
@@ -360,14 +328,6 @@ class DDTactical:
     def _pending(sim: DemolitionDerbyState, c: int) -> bool:
         """Whether card ``c``'s Instant counts as still to resolve (as the observation shows)."""
         return c in sim.queue or any(t.card == c for t in sim.tasks)
-
-
-class _SimState(DemolitionDerbyState):
-    """A simulation copy: the engine's rules, with a shortcut that changes no outcome."""
-
-    def _start_derby(self) -> None:
-        """A Derby ended during the simulated turn is scored at once: dealing the next one
-        is wasted (``DDTactical.action_values`` deals it when the simulation goes on)."""
 
 
 # np.float32(0.3): the observation's "Instant pending" flag weight as the float32 path adds it

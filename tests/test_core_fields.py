@@ -219,3 +219,50 @@ def test_kentucky_derby_clone_is_derived_and_independent():
     assert c.to_dict() != s.to_dict()
     assert s.to_dict() == game.state_from_dict(s.to_dict()).to_dict()
     assert "d['chips'] = self.chips.copy()" in type(s).fields.clone_source()
+
+
+class ToySimState(ToyState):
+    """A subclass for light copies (it declares no fields of its own)."""
+
+
+def test_light_copy_uses_the_given_rng_shares_and_resets_as_declared():
+    s = _toy()
+    light = ToyState.fields.make_copy(ToySimState, share=("queue",), reset={"best": list})
+    rng = np.random.default_rng(3)
+    c = light(s, rng)
+    assert type(c) is ToySimState and c.rng is rng
+    assert c.queue is s.queue  # shared, as asked
+    assert c.best == [] and s.best == [0]  # reset to a fresh value
+    c.chips[0] += 1
+    c.hands[0].append(5)
+    assert s.chips[0] == 10 and s.hands[0] == [1, 2]  # the rest copied as clone copies it
+    assert (c.turn, c.phase, c.note) == (s.turn, s.phase, s.note)
+    with pytest.raises(ValueError, match="no such field"):
+        ToyState.fields.make_copy(ToySimState, share=("nope",))
+
+
+def test_demolition_derby_simulation_copy_is_independent_and_plays_the_same():
+    from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame, SimulationState
+
+    g = DemolitionDerbyGame(num_players=3)
+    s = g.new_initial_state(4)
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        p = s.current_players()[0]
+        s.apply_action(p, int(rng.choice(s.legal_actions(p))))
+    before = s.to_dict()
+    c = s.simulation_copy(np.random.default_rng(0))
+    full = s.clone()
+    assert isinstance(c, SimulationState) and c.events == []
+    for _ in range(4):  # the same moves give the same positions; the original is untouched
+        p = full.current_players()[0]
+        a = full.legal_actions(p)[0]
+        full.apply_action(p, a)
+        c.apply_legal(p, a)
+        assert (c.hands, c.lineups, c.wins, c.phase) == (
+            full.hands,
+            full.lineups,
+            full.wins,
+            full.phase,
+        )
+    assert s.to_dict() == before != full.to_dict()

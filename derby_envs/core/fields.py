@@ -361,17 +361,36 @@ class StateFields:
         for fn in self.checks:
             fn(state)
 
-    def clone_source(self) -> str:
-        """Python source of the generated ``clone`` (one statement per copied field)."""
+    def clone_source(
+        self,
+        rng: bool = True,
+        share: Sequence[str] = (),
+        reset: Mapping[str, Callable[[], Any] | None] | None = None,
+    ) -> str:
+        """Python source of the generated ``clone`` (one statement per copied field).
+
+        The options make a *light copy* for simulations instead (:meth:`make_copy`):
+        ``rng=False`` takes the copy's generator as an argument instead of copying it;
+        ``share`` names fields the copy shares instead of copying; ``reset`` maps fields to
+        a fresh value for the copy (a factory such as ``list``, or None)."""
+        reset = dict(reset or {})
+        unknown = sorted((set(share) | set(reset)) - set(self.names))
+        if unknown:
+            raise ValueError(f"no such field(s): {', '.join(unknown)}")
         lines = [
-            "def clone(self):",
+            "def clone(self):" if rng else "def clone(self, rng):",
             "    s = _new(_cls)",
             "    d = s.__dict__",
             "    d.update(self.__dict__)",
         ]
         for f in self.fields:
-            if isinstance(f, Rng):
-                lines.append(self._rng_copy(f))
+            if f.name in reset:
+                value = "None" if reset[f.name] is None else f"_reset[{f.name!r}]()"
+                lines.append(f"    d[{f.name!r}] = {value}")
+            elif f.name in share:
+                continue
+            elif isinstance(f, Rng):
+                lines.append(self._rng_copy(f) if rng else "    s.rng = rng")
             elif isinstance(f, Cache) and f.copy == "array":
                 lines.append(_CACHE_COPY.format(n=f.name))
             elif f.copy in _COPY_SOURCE:
@@ -392,12 +411,33 @@ class StateFields:
 
     def make_clone(self, cls: type) -> Callable[[Any], Any]:
         """The ``clone`` method for ``cls``, compiled from :meth:`clone_source`."""
-        scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_copy_rng": copy_rng}
-        exec(compile(self.clone_source(), f"<{cls.__name__}.clone>", "exec"), scope)
-        fn = scope["clone"]
+        fn = self._compile(cls, self.clone_source(), {})
         fn.__qualname__ = f"{cls.__name__}.clone"
         fn.__doc__ = "An independent copy (RNG included), derived from ``fields``."
         return fn
+
+    def make_copy(
+        self,
+        cls: type,
+        share: Sequence[str] = (),
+        reset: Mapping[str, Callable[[], Any] | None] | None = None,
+    ) -> Callable[[Any, np.random.Generator], Any]:
+        """``copy(state, rng)``: a light copy of ``state`` as a ``cls`` for simulations,
+        derived from the declaration like ``clone``: it uses the generator it is given, shares
+        the ``share`` fields and gives the ``reset`` ones a fresh value (see
+        :meth:`clone_source`). Search agents use it where a full ``clone`` copies what their
+        playouts never read."""
+        reset = dict(reset or {})
+        source = self.clone_source(rng=False, share=share, reset=reset)
+        fn = self._compile(cls, source, {"_reset": reset})
+        fn.__qualname__ = f"{cls.__name__}.light_copy"
+        return fn
+
+    @staticmethod
+    def _compile(cls: type, source: str, extra: dict[str, Any]) -> Callable[..., Any]:
+        scope = {"_new": object.__new__, "_cls": cls, "_copy_rng": copy_rng, **extra}
+        exec(compile(source, f"<{cls.__name__}.clone>", "exec"), scope)
+        return scope["clone"]
 
     def install(self, cls: type) -> None:
         """Give ``cls`` the derived ``clone``, ``_dump`` and ``_load`` it does not define."""

@@ -560,7 +560,7 @@ class DemolitionDerbyState(State):
                 for c in self.hands[player]:
                     m[cd[c]] = 1
         else:
-            for a in self._pending_task(player).opts:
+            for a in self.pending_task(player).opts:
                 m[a] = 1
         return np.frombuffer(m, np.int8)
 
@@ -580,7 +580,8 @@ class DemolitionDerbyState(State):
 
     _hand_counts = hand_counts  # the earlier name (scripts/time_heuristics.py reads it)
 
-    def _pending_task(self, player: int) -> Task:
+    def pending_task(self, player: int) -> Task:
+        """The ability choice ``player`` has to make now (an AssertionError if none)."""
         for t in self.tasks:
             if t.player == player and t.opts is not None:
                 return t
@@ -596,7 +597,7 @@ class DemolitionDerbyState(State):
                 if not self.movers:
                     self._reveal()
             return
-        task = self._pending_task(player)
+        task = self.pending_task(player)
         ab.decide(self, task, action)
         ab.advance(self, task)
         self._touch_private(player)
@@ -828,10 +829,10 @@ class DemolitionDerbyState(State):
         s = self.clone()
         s.rng = np.random.default_rng(int(rng.integers(2**63 - 1)))
         if s.phase != OVER:
-            s._redeal_hidden(player, rng)
+            s.redeal_hidden(player, rng)
         return s
 
-    def _redeal_hidden(
+    def redeal_hidden(
         self, player: int, rng: np.random.Generator, mekk_pool: list[int] | None = None
     ) -> None:
         """In place, on a copy: :meth:`resample_hidden`'s re-deal after its future-chance seed
@@ -955,5 +956,41 @@ class DemolitionDerbyState(State):
         s.tasks = [t.copy() for t in self.tasks]
         return s
 
+    def simulation_copy(self, rng: np.random.Generator) -> SimulationState:
+        """A light copy for simulations (``dd_tactical``'s playouts): the rules are the same,
+        but it draws from ``rng`` (no generator of its own), keeps no event log or views,
+        shares the deck and the unused cards (a turn does not change them) and does not deal
+        the next Derby when one ends (:meth:`SimulationState.deal_next_derby` does)."""
+        s = _simulation_copy(self, rng)
+        s.tasks = [t.copy() for t in self.tasks]
+        return s
+
+
+class SimulationState(DemolitionDerbyState):
+    """What :meth:`DemolitionDerbyState.simulation_copy` returns."""
+
+    def _start_derby(self) -> None:
+        """A Derby ended during a simulated turn is scored at once: dealing the next one is
+        wasted unless the simulation goes on (then :meth:`deal_next_derby`)."""
+
+    def deal_next_derby(self, seed: int) -> None:
+        """Deal the next Derby as a copy with a generator seeded ``seed`` would."""
+        self.rng = np.random.default_rng(seed)
+        DemolitionDerbyState._start_derby(self)
+
 
 _fields_clone = DemolitionDerbyState.fields.make_clone(DemolitionDerbyState)
+# the views and the cards-by-hand counts are dropped: a simulation never observes
+_simulation_copy = DemolitionDerbyState.fields.make_copy(
+    SimulationState,
+    share=("deck", "unused"),
+    reset={
+        "events": list,
+        "_masks": dict,
+        "_priv": dict,
+        "_priv_base": dict,
+        "_priv_src": None,
+        "_obs_src": None,
+        "_seats": None,
+    },
+)

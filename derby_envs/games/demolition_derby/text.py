@@ -31,7 +31,7 @@ def action_to_string(s: DemolitionDerbyState, player: int, action: int) -> str:
         q = seat_order(player, g.num_players)[r]
         verb = "target"
         if s.phase == CHOOSE and player in s.movers:
-            kind = s._pending_task(player).kind
+            kind = s.pending_task(player).kind
             verb = {K_DISCARD: "discard", K_FACE_DOWN: "turn face down", K_TAKE: "swap for",
                     K_GIVE: "give"}.get(kind, "target")  # fmt: skip
         if k < len(s.lineups[q]):
