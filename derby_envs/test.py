@@ -30,6 +30,11 @@ A game of your own (docs/architecture.md, "Adding a game")::
     register_game("my_games.goofspiel")  # the package defining GAME_INFO
     run_suite("goofspiel")               # the record's name
 
+PettingZoo's and Gymnasium's warnings count as failures (except :data:`ALLOWED_WARNINGS`),
+among them PettingZoo's "Observation numpy array is all zeros": give the observation an entry
+that is never 0 (a round counter that ends at 1, say) if every other entry can be 0 at once.
+``api_test`` plays unseeded random games, so such a failure may show in one run in ten.
+
 A failed check raises (mostly ``AssertionError``, from ``pettingzoo.test`` and Gymnasium's
 ``check_env`` often without a message); to find the option set, run the batteries one at a
 time: ``for o in game_configs(name): pettingzoo_battery(name, **o)``, then
