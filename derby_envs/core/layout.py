@@ -60,7 +60,8 @@ def _eval(node: ast.AST, env: Mapping[str, int], text: str) -> int:
 
 @dataclass(frozen=True)
 class Entry:
-    """One named slice of an observation."""
+    """One named slice of an observation: ``size`` a number or a formula (``"18(n-1)"``),
+    ``meaning`` the docs table's text."""
 
     name: str
     size: int | str
@@ -80,9 +81,11 @@ class Layout:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The slice names, in order."""
         return tuple(e.name for e in self.entries)
 
     def sizes(self, variables: Mapping[str, int]) -> list[tuple[str, int]]:
+        """``(name, size)`` of every entry with the formulas evaluated."""
         return [(e.name, eval_size(e.size, variables)) for e in self.entries]
 
     def slices(self, variables: Mapping[str, int]) -> dict[str, slice]:
@@ -94,6 +97,7 @@ class Layout:
         return out
 
     def size(self, variables: Mapping[str, int]) -> int:
+        """The observation's length (the game's ``observation_size``)."""
         return sum(s for _, s in self.sizes(variables))
 
     def markdown(self) -> str:
