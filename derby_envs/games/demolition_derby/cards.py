@@ -47,6 +47,7 @@ modifiers included), ``types`` (list of type names).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,46 +145,42 @@ class CardSet:
             err.fail("the file must contain a JSON object")
         self.name = str(spec.get("name", origin))
         self.provenance = str(spec.get("provenance", ""))
-        marks = spec.get("marks")
-        if not isinstance(marks, list) or not marks or marks[0] != "base":
-            err.fail("'marks' must be a list starting with 'base', e.g. ['base', '4+', '5+', '6+']")
-        self.marks: list[str] = marks
-        self.mark_min_players: list[int] = [0]
-        for m in marks[1:]:
-            if not (isinstance(m, str) and m.endswith("+") and m[:-1].isdigit()):
-                err.fail(f"mark {m!r} must look like '4+'")
-            self.mark_min_players.append(int(m[:-1]))
-        types = spec.get("types")
-        if not isinstance(types, dict) or not types:
-            err.fail("'types' must map type names to printed Strengths")
-        self.types: list[str] = list(types)
-        self.type_strength: list[int] = []
-        for t, s in types.items():
-            if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= 20:
-                err.fail(f"type {t!r}: Strength must be an integer in [0, 20], got {s!r}")
-            self.type_strength.append(s)
-        cards = spec.get("cards")
-        if not isinstance(cards, list) or not cards:
-            err.fail("'cards' must be a non-empty list")
-        self.designs: list[Design] = []
-        names: set[str] = set()
-        for i, c in enumerate(cards):
-            self.designs.append(self._design(i, c, err))
-            if self.designs[-1].name in names:
-                err.fail(f"duplicate card name {self.designs[-1].name!r}")
-            names.add(self.designs[-1].name)
+        self.marks: list[str]
+        self.mark_min_players: list[int]
+        self.marks, self.mark_min_players = _read_marks(spec.get("marks"), err)
+        self.types: list[str]
+        self.type_strength: list[int]
+        self.types, self.type_strength = _read_types(spec.get("types"), err)
+        self.designs: list[Design] = self._read_designs(spec.get("cards"), err)
         self.design_index = {d.name: d.index for d in self.designs}
         # Physical cards, in design order: card id -> design, card id -> mark index.
-        self.card_design: list[int] = []
-        self.card_mark: list[int] = []
-        for d in self.designs:
-            for m, k in enumerate(d.copies):
-                self.card_design += [d.index] * k
-                self.card_mark += [m] * k
+        self.card_design: list[int]
+        self.card_mark: list[int]
+        self.card_design, self.card_mark = _physical_cards(self.designs)
         self.num_cards = len(self.card_design)
         self.card_type = [self.designs[d].type for d in self.card_design]
         self.card_strength = [self.designs[d].strength for d in self.card_design]
-        mm = spec.get("mekk_mania", {"remove": [], "type_counts": "standard"})
+        self.mekk_removed: frozenset[int]
+        self.mekk_removed, self._mekk_table = self._read_mekk_mania(
+            spec.get("mekk_mania", {"remove": [], "type_counts": "standard"}), err
+        )
+
+    # ----- construction ---------------------------------------------------------------
+    def _read_designs(self, cards: Any, err: _Errors) -> list[Design]:
+        if not isinstance(cards, list) or not cards:
+            err.fail("'cards' must be a non-empty list")
+        designs: list[Design] = []
+        names: set[str] = set()
+        for i, c in enumerate(cards):
+            designs.append(self._design(i, c, err))
+            if designs[-1].name in names:
+                err.fail(f"duplicate card name {designs[-1].name!r}")
+            names.add(designs[-1].name)
+        return designs
+
+    def _read_mekk_mania(self, mm: Any, err: _Errors) -> tuple[frozenset[int], Any]:
+        """Mekk Mania's removed designs and its type-count table (``"standard"`` or a table
+        by player count)."""
         if not isinstance(mm, dict):
             err.fail("'mekk_mania' must be an object")
         remove = mm.get("remove", [])
@@ -192,21 +189,23 @@ class CardSet:
         for r in remove:
             if not isinstance(r, str) or r not in self.design_index:
                 err.fail(f"mekk_mania.remove: unknown card {r!r}")
-        self.mekk_removed = frozenset(self.design_index[r] for r in remove)
+        removed = frozenset(self.design_index[r] for r in remove)
         tc = mm.get("type_counts", "standard")
         if tc != "standard":
-            # explicit table: {"2": {"Tank": 2, ...}, ...} by player count
-            if not isinstance(tc, dict):
-                err.fail("mekk_mania.type_counts must be 'standard' or a table by player count")
-            for key, row in tc.items():
-                if not str(key).isdigit() or not isinstance(row, dict):
-                    err.fail(f"mekk_mania.type_counts[{key!r}] must map type names to counts")
-                for t, k in row.items():
-                    if t not in self.types or not isinstance(k, int) or k < 0:
-                        err.fail(f"mekk_mania.type_counts[{key!r}]: bad entry {t!r}: {k!r}")
-        self._mekk_table = tc
+            self._check_mekk_table(tc, err)
+        return removed, tc
 
-    # ----- construction ---------------------------------------------------------------
+    def _check_mekk_table(self, tc: Any, err: _Errors) -> None:
+        # explicit table: {"2": {"Tank": 2, ...}, ...} by player count
+        if not isinstance(tc, dict):
+            err.fail("mekk_mania.type_counts must be 'standard' or a table by player count")
+        for key, row in tc.items():
+            if not str(key).isdigit() or not isinstance(row, dict):
+                err.fail(f"mekk_mania.type_counts[{key!r}] must map type names to counts")
+            for t, k in row.items():
+                if t not in self.types or not isinstance(k, int) or k < 0:
+                    err.fail(f"mekk_mania.type_counts[{key!r}]: bad entry {t!r}: {k!r}")
+
     def _design(self, index: int, c: Any, err: _Errors) -> Design:
         if not isinstance(c, dict):
             err.fail(f"card #{index + 1} must be an object")
@@ -327,66 +326,82 @@ class CardSet:
             )
         cond = self._cond(e.get("if"), timing, where, err)
         may = bool(e.get("may", False))
-        if op in SELECTS:
-            select = e.get("select", "choose")
-            if select not in SELECTS[op]:
-                err.fail(f"{where}: select {select!r}, expected one of {', '.join(SELECTS[op])}")
-            targets = None
-            if select != "self":
-                targets = self._filter(e.get("targets", {}), where, err)
-            pile = e.get("from", "discarded_this_turn")
-            if op == "gain" and pile not in ("discarded_this_turn", "discard"):
-                err.fail(f"{where}: gain 'from' must be 'discarded_this_turn' or 'discard'")
-            return Op(op, select=select, targets=targets, may=may, source_pile=pile, cond=cond)
-        if op == "swap":
-            give = e.get("give", "self")
-            return Op(
-                op,
-                give=None if give == "self" else self._filter(give, where + " (give)", err),
-                take=self._filter(e.get("take", {"owner": "other"}), where + " (take)", err),
-                may=may,
-                cond=cond,
-            )
-        if op == "copy_instant":
-            return Op(
-                op, targets=self._filter(e.get("targets", {}), where, err), may=may, cond=cond
-            )
-        if op == "protect":
-            against = e.get("against", ["discard"])
-            if (
-                not isinstance(against, list)
-                or not all(a in ("discard", "swap") for a in against)
-                or not against
-            ):
-                err.fail(f"{where}: 'against' must be a list among 'discard', 'swap'")
-            source = e.get("from", "any")
-            if source not in ("any", "others"):
-                err.fail(f"{where}: 'from' must be 'any' or 'others'")
-            return Op(
-                op,
-                targets=self._filter(e.get("targets", {"owner": "you"}), where, err),
-                against=frozenset(against),
-                source=source,
-                cond=cond,
-            )
-        if op == "stop_instants":
-            return Op(op, cond=cond)
-        if op == "modify_strength":
-            scope = e.get("targets", "self")
-            if scope not in ("self", "others_yours", "all_yours"):
-                err.fail(f"{where}: targets must be 'self', 'others_yours' or 'all_yours'")
-            amount = e.get("amount")
-            if not isinstance(amount, int) or isinstance(amount, bool):
-                err.fail(f"{where}: 'amount' must be an integer")
-            per = e.get("per")
-            return Op(
-                op,
-                scope=scope,
-                amount=amount,
-                per=None if per is None else self._filter(per, where + " (per)", err),
-                cond=cond,
-            )
-        # derby ops
+        return _OP_READERS[op](self, e, op, where, err, may, cond)
+
+    # One reader per op kind (``_OP_READERS``): the effect ``e`` (its op already checked
+    # against the timing), its compiled condition and ``may``.
+    def _op_select(self, e: dict, op: str, where: str, err: _Errors, may: bool, cond: tuple) -> Op:
+        """discard, face_down, gain: a ``select`` among the op's own and a target filter."""
+        select = e.get("select", "choose")
+        if select not in SELECTS[op]:
+            err.fail(f"{where}: select {select!r}, expected one of {', '.join(SELECTS[op])}")
+        targets = None
+        if select != "self":
+            targets = self._filter(e.get("targets", {}), where, err)
+        pile = e.get("from", "discarded_this_turn")
+        if op == "gain" and pile not in ("discarded_this_turn", "discard"):
+            err.fail(f"{where}: gain 'from' must be 'discarded_this_turn' or 'discard'")
+        return Op(op, select=select, targets=targets, may=may, source_pile=pile, cond=cond)
+
+    def _op_swap(self, e: dict, op: str, where: str, err: _Errors, may: bool, cond: tuple) -> Op:
+        give = e.get("give", "self")
+        return Op(
+            op,
+            give=None if give == "self" else self._filter(give, where + " (give)", err),
+            take=self._filter(e.get("take", {"owner": "other"}), where + " (take)", err),
+            may=may,
+            cond=cond,
+        )
+
+    def _op_copy_instant(
+        self, e: dict, op: str, where: str, err: _Errors, may: bool, cond: tuple
+    ) -> Op:
+        return Op(op, targets=self._filter(e.get("targets", {}), where, err), may=may, cond=cond)
+
+    def _op_protect(self, e: dict, op: str, where: str, err: _Errors, may: bool, cond: tuple) -> Op:
+        against = e.get("against", ["discard"])
+        if (
+            not isinstance(against, list)
+            or not all(a in ("discard", "swap") for a in against)
+            or not against
+        ):
+            err.fail(f"{where}: 'against' must be a list among 'discard', 'swap'")
+        source = e.get("from", "any")
+        if source not in ("any", "others"):
+            err.fail(f"{where}: 'from' must be 'any' or 'others'")
+        return Op(
+            op,
+            targets=self._filter(e.get("targets", {"owner": "you"}), where, err),
+            against=frozenset(against),
+            source=source,
+            cond=cond,
+        )
+
+    def _op_stop_instants(
+        self, e: dict, op: str, where: str, err: _Errors, may: bool, cond: tuple
+    ) -> Op:
+        return Op(op, cond=cond)
+
+    def _op_modify_strength(
+        self, e: dict, op: str, where: str, err: _Errors, may: bool, cond: tuple
+    ) -> Op:
+        scope = e.get("targets", "self")
+        if scope not in ("self", "others_yours", "all_yours"):
+            err.fail(f"{where}: targets must be 'self', 'others_yours' or 'all_yours'")
+        amount = e.get("amount")
+        if not isinstance(amount, int) or isinstance(amount, bool):
+            err.fail(f"{where}: 'amount' must be an integer")
+        per = e.get("per")
+        return Op(
+            op,
+            scope=scope,
+            amount=amount,
+            per=None if per is None else self._filter(per, where + " (per)", err),
+            cond=cond,
+        )
+
+    def _op_derby(self, e: dict, op: str, where: str, err: _Errors, may: bool, cond: tuple) -> Op:
+        """set_strength, add_strength (an integer ``value``) and win_if (an ``if``)."""
         value = e.get("value", 0)
         if op != "win_if" and (not isinstance(value, int) or isinstance(value, bool)):
             err.fail(f"{where}: 'value' must be an integer")
@@ -443,6 +458,57 @@ class CardSet:
             if any(o.op in ("gain", "copy_instant") for o in d.ops)
         )
         return gainers
+
+
+#: op name -> its reader (a ``CardSet`` method); every op of ``OPS_BY_TIMING`` has one
+_OP_READERS: dict[str, Callable[..., Op]] = {
+    "discard": CardSet._op_select,
+    "face_down": CardSet._op_select,
+    "gain": CardSet._op_select,
+    "swap": CardSet._op_swap,
+    "copy_instant": CardSet._op_copy_instant,
+    "protect": CardSet._op_protect,
+    "stop_instants": CardSet._op_stop_instants,
+    "modify_strength": CardSet._op_modify_strength,
+    "set_strength": CardSet._op_derby,
+    "add_strength": CardSet._op_derby,
+    "win_if": CardSet._op_derby,
+}
+
+
+def _read_marks(marks: Any, err: _Errors) -> tuple[list[str], list[int]]:
+    """The player marks (``"base"`` then ``"k+"``) and each mark's minimum player count."""
+    if not isinstance(marks, list) or not marks or marks[0] != "base":
+        err.fail("'marks' must be a list starting with 'base', e.g. ['base', '4+', '5+', '6+']")
+    min_players = [0]
+    for m in marks[1:]:
+        if not (isinstance(m, str) and m.endswith("+") and m[:-1].isdigit()):
+            err.fail(f"mark {m!r} must look like '4+'")
+        min_players.append(int(m[:-1]))
+    return marks, min_players
+
+
+def _read_types(types: Any, err: _Errors) -> tuple[list[str], list[int]]:
+    """The type names and their printed Strengths, in file order."""
+    if not isinstance(types, dict) or not types:
+        err.fail("'types' must map type names to printed Strengths")
+    strengths: list[int] = []
+    for t, s in types.items():
+        if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= 20:
+            err.fail(f"type {t!r}: Strength must be an integer in [0, 20], got {s!r}")
+        strengths.append(s)
+    return list(types), strengths
+
+
+def _physical_cards(designs: list[Design]) -> tuple[list[int], list[int]]:
+    """The physical cards in design order: card id -> design index, card id -> mark index."""
+    card_design: list[int] = []
+    card_mark: list[int] = []
+    for d in designs:
+        for m, k in enumerate(d.copies):
+            card_design += [d.index] * k
+            card_mark += [m] * k
+    return card_design, card_mark
 
 
 class _Errors:
