@@ -152,11 +152,13 @@ def gym_loop(env: gymnasium.Env) -> Callable[[float], tuple[int, int]]:
 
 
 def game_heuristics(game_name: str) -> list[str]:
-    """The game's own heuristics: the ``POLICIES`` of its module in ``agents`` (not the
-    game-independent random and search agents, nor plugins)."""
-    import importlib
+    """The game's own heuristics: the ``POLICIES`` of the agents module its registry record
+    names (``agents.registry.game_policies``: so a game registered with
+    ``derby_envs.registry.register_game`` is seen), not the game-independent random and
+    search agents; empty for a game without an agents module."""
+    from agents.registry import game_policies
 
-    return sorted(importlib.import_module(f"agents.{game_name}").POLICIES)
+    return sorted(game_policies(game_name))
 
 
 def record_positions(game_name: str, num_players: int, count: int, seed: int = 0) -> list:
