@@ -81,16 +81,51 @@ def register_game(package: str | ModuleType | GameInfo) -> GameInfo:
 
     ``package`` is the game's package (its name or the module) defining ``GAME_INFO``, or the
     record itself. Registering the same record again does nothing; another record under a
-    registered name is an error.
+    registered name is an error. The record's paths are checked here: ``module``, ``env`` and
+    ``gym_entry``'s module must exist and ``engine`` must name a
+    :class:`~derby_envs.core.game.Game` subclass (InvalidParameterError naming the field and
+    the path), so a typo fails at registration, not later as "unknown game".
     """
-    info = _info_of(package)
+    return _register(_info_of(package), check=True)
+
+
+def _register(info: GameInfo, check: bool) -> GameInfo:
     known = GAMES.get(info.name)
     if known is not None and known != info:
         raise InvalidParameterError(f"a different game is already registered as {info.name!r}")
+    if known is None and check:
+        _check_paths(info)
     GAMES[info.name] = info
     if _available(info):
         _register_envs(info)
     return info
+
+
+def _check_paths(info: GameInfo) -> None:
+    def bad(field: str, path: str, why: str) -> InvalidParameterError:
+        return InvalidParameterError(f"GAME_INFO of {info.name!r}: {field} {path!r} {why}")
+
+    for field, module in (
+        ("module", info.module),
+        ("env", info.env),
+        ("gym_entry", info.gym_entry.split(":")[0]),
+    ):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a parent package is missing
+            found = False
+        if not found:
+            path = getattr(info, field)
+            raise bad(field, path, f"names no importable module ({module!r} not found)")
+    module, attr = info.engine.split(":")
+    try:
+        engine = getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as exc:
+        raise bad("engine", info.engine, f"names no importable module ({exc})") from exc
+    except AttributeError as exc:
+        raise bad("engine", info.engine, f"names nothing: {module} has no {attr!r}") from exc
+    if not (isinstance(engine, type) and issubclass(engine, Game)):
+        raise bad("engine", info.engine, "is not a derby_envs.core.game.Game subclass")
 
 
 def unregister_game(name: str) -> None:
@@ -114,8 +149,8 @@ def _register_envs(info: GameInfo) -> None:
 
 def register_all() -> None:
     """Register every shipped game with PettingZoo (AEC and parallel, 1.27+) and Gymnasium."""
-    for package in GAME_PACKAGES:
-        register_game(package)
+    for package in GAME_PACKAGES:  # unchecked: importing the registry imports no engine
+        _register(_info_of(package), check=False)
 
 
 def available_games() -> list[str]:

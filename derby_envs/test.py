@@ -43,6 +43,7 @@ time: ``for o in game_configs(name): pettingzoo_battery(name, **o)``, then
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
@@ -117,34 +118,56 @@ def run_suite(game: str) -> None:
 
 
 # ----- PettingZoo and Gymnasium ------------------------------------------------------------
+@contextlib.contextmanager
+def checking(game: str, options: dict[str, Any], check: str) -> Iterator[None]:
+    """Adds the game, option set and check to a failure (an exception note: PettingZoo's
+    checks often fail with a bare ``AssertionError``) and re-raises it."""
+    try:
+        yield
+    except Exception as exc:
+        exc.add_note(f"derby_envs.test: check {check} failed on game {game!r}, options {options!r}")
+        raise
+
+
 def pettingzoo_battery(game: str, **options: Any) -> None:
-    """Every applicable ``pettingzoo.test`` check on ``game`` with ``options``; raises on failure."""
+    """Every applicable ``pettingzoo.test`` check on ``game`` with ``options``; raises on failure
+    (with a note naming the game, the option set and the check)."""
     mod = entry_module(game)
     env_fn = functools.partial(mod.env, **options)
     par_fn = functools.partial(mod.parallel_env, **options)
+    # max_cycles_test samples unmasked actions and counts exactly max_cycles steps: an
+    # illegal sample must not end the game, so it runs under illegal_action="replace".
+    replaced = {**options, "illegal_action": "replace"}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for text in ALLOWED_WARNINGS:
             warnings.filterwarnings("ignore", message=text)
-        api_test(env_fn())
-        seed_test(env_fn)
-        render_test(env_fn)
-        state_test(env_fn(), par_fn())
-        parallel_api_test(par_fn())
-        parallel_seed_test(par_fn)
-        # max_cycles_test samples unmasked actions and counts exactly max_cycles steps: an
-        # illegal sample must not end the game, so it runs under illegal_action="replace".
-        replaced = {**options, "illegal_action": "replace"}
-        pz_options = game_info(game).max_cycles_test_options(replaced)
+        with checking(game, options, "api_test"):
+            api_test(env_fn())
+        with checking(game, options, "seed_test"):
+            seed_test(env_fn)
+        with checking(game, options, "render_test"):
+            render_test(env_fn)
+        with checking(game, options, "state_test"):
+            state_test(env_fn(), par_fn())
+        with checking(game, options, "parallel_api_test"):
+            parallel_api_test(par_fn())
+        with checking(game, options, "parallel_seed_test"):
+            parallel_seed_test(par_fn)
+        with checking(game, replaced, "max_cycles_test_options"):
+            pz_options = game_info(game).max_cycles_test_options(replaced)
         if pz_options is not None:
-            max_cycles_test(
-                types.SimpleNamespace(
-                    env=functools.partial(mod.env, **pz_options),
-                    parallel_env=functools.partial(mod.parallel_env, **pz_options),
+            with checking(game, pz_options, "max_cycles_test"):
+                max_cycles_test(
+                    types.SimpleNamespace(
+                        env=functools.partial(mod.env, **pz_options),
+                        parallel_env=functools.partial(mod.parallel_env, **pz_options),
+                    )
                 )
-            )
-        check_max_cycles(mod, **replaced)
-    check_pickle_mid_episode(mod, **options)
+        with checking(game, replaced, "check_max_cycles"):
+            check_max_cycles(mod, **replaced)
+    with checking(game, options, "check_pickle_mid_episode"):
+        check_pickle_mid_episode(mod, **options)
 
 
 def gymnasium_battery(game: str, **options: Any) -> None:
@@ -159,9 +182,10 @@ def gymnasium_battery(game: str, **options: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for extra in runs:
-            env = gymnasium.make(info.gym_id, **{**options, **extra})
-            check_env(env.unwrapped, skip_render_check=extra.get("render_mode") is None)
-            env.close()
+            with checking(game, {**options, **extra}, "gymnasium check_env"):
+                env = gymnasium.make(info.gym_id, **{**options, **extra})
+                check_env(env.unwrapped, skip_render_check=extra.get("render_mode") is None)
+                env.close()
 
 
 def check_max_cycles(mod: types.ModuleType, max_cycles: int = 4, **options: Any) -> None:

@@ -152,6 +152,11 @@ class Game(ABC):
         if "rng" not in data or "state" not in data:
             raise StateFormatError("malformed saved state: needs 'rng' and 'state' entries")
         state = self._blank_state()
+        if getattr(state, "game", None) is not self:  # the engine's bug, not the file's
+            raise TypeError(
+                f"{type(self).__module__}.{type(self).__qualname__}._blank_state() must return "
+                f"a state whose `game` is this game (got {getattr(state, 'game', None)!r})"
+            )
         try:
             state.rng = rng_from_state(data["rng"])
             payload = data["state"]
@@ -171,7 +176,12 @@ class Game(ABC):
 
     @abstractmethod
     def _blank_state(self) -> State:
-        """An uninitialised state object for ``state_from_dict`` to fill."""
+        """An uninitialised state object for ``state_from_dict`` to fill.
+
+        It must set ``state.game`` to this game (``state_from_dict`` raises TypeError naming
+        the engine otherwise); the rest is filled by ``_load``. E.g. ``MyState(self, rng)``,
+        or ``state = MyState.__new__(MyState); state.game = self`` to skip ``__init__``.
+        """
 
     # ----- scenarios: a position from a readable description ----------------------------
     #: the keys ``scenario`` accepts (besides ``seed``), documented in docs/<game>.md
@@ -184,7 +194,14 @@ class Game(ABC):
         dealt by that seed), applies the game's description keys (``scenario_keys``: hands,
         decks, board, ... as documented on the game's page), then validates the result exactly
         like a loaded saved state: it either is a position the rules can reach and play on
-        from, or StateFormatError names what is wrong.
+        from, or StateFormatError names what is wrong. Each game's keys and a worked example:
+        ``docs/<game>.md``, "Scenarios and results" (e.g. ``docs/kentucky_derby.md``). For
+        instance::
+
+            game = KentuckyDerbyGame(num_players=4)
+            # race 3 of 4; seat 3 has backed Spades with 2 chips
+            state = game.scenario(seed=1, race=2, chips=[30, 10, 25, 15], bets={3: ("Spades", 2)})
+            state.current_players()  # [0]: betting goes on from the dealer's left
         """
         unknown = sorted(set(description) - set(self.scenario_keys))
         if unknown:

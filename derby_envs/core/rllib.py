@@ -38,6 +38,8 @@ This module imports Ray; the rest of ``derby_envs`` does not.
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -56,8 +58,9 @@ from ray.rllib.utils.torch_utils import FLOAT_MIN
 
 from derby_envs.core.aec import DEFAULT_MAX_CYCLES, GameEnvMixin, agent_name
 from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.info import GameInfo
 from derby_envs.core.policy import choose, resolve_policy
-from derby_envs.registry import GAMES, get_game_class
+from derby_envs.registry import GAME_PACKAGES, GAMES, get_game_class, register_game
 
 #: The module id of the shared learner policy in :func:`ppo_config`.
 SHARED_POLICY = "shared"
@@ -73,7 +76,12 @@ class DerbyMultiAgentEnv(GameEnvMixin, MultiAgentEnv, EzPickle):
 
     Args:
         config: RLlib's ``env_config`` (a dict); its keys are merged with ``kwargs``.
-            ``game`` (required): ``"kentucky_derby"``, ``"derby"`` or ``"demolition_derby"``.
+            ``game`` (required): ``"kentucky_derby"``, ``"derby"`` or ``"demolition_derby"``,
+            or a game added with ``register_game``. ``game_package`` (optional): what
+            ``register_game`` takes (the package's name or its ``GameInfo``), registered on
+            construction, so that Ray's env runners (fresh processes, which know only the
+            shipped games) know a plugin game; :func:`ppo_config` and :func:`register_envs`
+            add it for such a game.
         opponents: ``None`` (default: every seat is an RLlib agent), one policy (or registered
             name such as ``"kd_value"``) for all seats but one, or a list of ``k`` policies
             (``1 <= k < num_players``) for ``k`` seats; those seats are played inside the env.
@@ -111,6 +119,9 @@ class DerbyMultiAgentEnv(GameEnvMixin, MultiAgentEnv, EzPickle):
         options = {**dict(config or {}), **kwargs}
         MultiAgentEnv.__init__(self)  # before EzPickle: its super() chain reaches EzPickle too
         EzPickle.__init__(self, dict(options))
+        package = options.pop("game_package", None)
+        if package is not None:
+            register_game(package)  # the same record again is a no-op
         game = options.pop("game", None)
         if not isinstance(game, str) or game not in GAMES:
             raise InvalidParameterError(
@@ -323,9 +334,28 @@ class DerbyMultiAgentEnv(GameEnvMixin, MultiAgentEnv, EzPickle):
         return obs, rewards, infos
 
 
+def plugin_config(game: str) -> dict[str, GameInfo]:
+    """``{"game_package": record}`` for a game added with ``register_game`` (an env runner
+    process must register it too), ``{}`` for a shipped game or an unknown name."""
+    info = GAMES.get(game)
+    if info is None or info.name in _shipped_names():
+        return {}
+    return {"game_package": info}
+
+
+def _shipped_names() -> set[str]:
+    return {importlib.import_module(p).GAME_INFO.name for p in GAME_PACKAGES}
+
+
 def env_creator(config: Mapping[str, Any]) -> DerbyMultiAgentEnv:
     """RLlib's env-creator signature (``register_env(name, env_creator)``)."""
     return DerbyMultiAgentEnv(config)
+
+
+def _tune_creator(
+    game: str, plugin: Mapping[str, Any], config: Mapping[str, Any]
+) -> DerbyMultiAgentEnv:
+    return DerbyMultiAgentEnv({**plugin, **dict(config), "game": game})
 
 
 def register_envs() -> list[str]:
@@ -336,10 +366,7 @@ def register_envs() -> list[str]:
 
     names = []
     for game in GAMES:
-
-        def creator(config: Mapping[str, Any], _game: str = game) -> DerbyMultiAgentEnv:
-            return DerbyMultiAgentEnv({**dict(config), "game": _game})
-
+        creator = functools.partial(_tune_creator, game, plugin_config(game))
         register_env(env_name(game), creator)
         names.append(env_name(game))
     return names
@@ -440,7 +467,7 @@ def ppo_config(
     for every RLlib agent. ``env_options`` go to :class:`DerbyMultiAgentEnv` (``num_players``,
     ``opponents``, ``reward_mode``, game parameters...); tune the rest with the usual
     ``config.training(...)``, ``config.env_runners(...)`` calls."""
-    env_config = {"game": game, **env_options}
+    env_config = {"game": game, **plugin_config(game), **env_options}
     DerbyMultiAgentEnv(env_config)  # fail fast, here, on a bad game or option
     return (
         PPOConfig()

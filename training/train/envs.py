@@ -18,7 +18,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from derby_envs.registry import GAMES
+from derby_envs.core.info import GameInfo
+from derby_envs.registry import GAMES, register_game
 from training.train.config import TrainConfig
 from training.train.pool import OpponentPool
 
@@ -117,13 +118,31 @@ def make_env(config: TrainConfig, snapshots: list[dict], root: str) -> Any:
     return Monitor(PoolWrapper(env, pool))
 
 
+def make_worker_env(info: GameInfo, config: TrainConfig, snapshots: list[dict], root: str) -> Any:
+    """:func:`make_env` in a fresh worker process: registers the game's record first.
+
+    A ``SubprocVecEnv`` worker re-imports the registry, which knows only the shipped games; a
+    game added with ``register_game`` (a plugin) would be unknown there. Registering the same
+    record again is a no-op, so the shipped games pass through unchanged.
+    """
+    register_game(info)
+    return make_env(config, snapshots, root)
+
+
 def make_vec_env(config: TrainConfig, snapshots: list[dict], root: Path) -> Any:
+    """``config.n_envs`` training envs in a ``DummyVecEnv`` or (``vec_env: subproc``) a
+    ``SubprocVecEnv`` whose workers get the game's :class:`GameInfo` (it pickles) to register."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    if config.vec_env == "subproc":
+        info = GAMES[config.game]
+        fns = [
+            functools.partial(make_worker_env, info, config, list(snapshots), str(root))
+            for _ in range(config.n_envs)
+        ]
+        return SubprocVecEnv(fns)
     fns = [
         functools.partial(make_env, config, list(snapshots), str(root))
         for _ in range(config.n_envs)
     ]
-    if config.vec_env == "subproc":
-        return SubprocVecEnv(fns)
     return DummyVecEnv(fns)
