@@ -361,29 +361,33 @@ class _DerbyBase:
         return options
 
     def _work(self) -> tuple:
-        """The fast path's work arrays, allocated once per policy (fresh pages cost more)."""
+        """The fast path's arrays, allocated once per policy (fresh pages cost more), packed
+        into a few flat ones (each kernel argument costs its unboxing at every call): the
+        constants ``CF``/``CI``, the work arrays ``FW``/``IW`` and ``need``, and ``lay``
+        (offsets and sizes, see :func:`_views`)."""
         if self._ws is None:
-            n, V, nc = self.n, self.V, 2 + len(self.card_ranks)
-            self._ws = (
-                np.zeros((3, H)),  # positions, spread f, sd
-                np.zeros(H, np.int64),  # places
-                np.zeros((n + 1, H), np.int64),  # thresholds: own, face-up, opponents'
-                np.zeros((n + 1, H)),  # profits
-                np.zeros((H, H)),  # face-down weights
-                np.zeros((2, H, H), np.bool_),  # P(place <= t) needed: always, if eligible
-                np.zeros(V + 1),  # number values
-                np.zeros(V),  # decline probabilities
-                np.zeros((nc, H), np.int64),  # movement cards (rank rows)
-                np.zeros(8, np.int64),  # counts: values, cards, declines, played flags
-                np.empty((V + 1) * 2 * H * H * 2 * _Q),  # pairwise table
-                np.empty((V + 1) * 2 * H * H * 2 * _Q),  # ... its variances
-                np.full((V + 1, 2, H, H, 2), -1, np.int64),  # table offsets
-                np.zeros(((V + 1) * nc, H), np.int64),  # per combination: horse states
-                np.zeros((V + 1) * nc, np.int64),  # ... the finished count
-                np.zeros(((V + 1) * nc, H), np.int64),  # ... the places
-                np.empty(((V + 1) * nc, H, H)),  # placing probabilities
-                np.empty(max((V + 1) * nc, 2 * H)),  # scores or gains
+            n, V, nk, K = self.n, self.V, len(self.card_ranks), len(self._ct_thr)
+            nc = 2 + nk
+            B = (V + 1) * nc
+            nT = (V + 1) * 2 * H * H * 2 * _Q
+            f_sizes = [3 * H, (n + 1) * H, H * H, V + 1, V, nT, nT, B * H * H, max(B, 2 * H)]
+            i_sizes = [H, (n + 1) * H, nc * H, 8, (V + 1) * 2 * H * H * 2, B * H, B, B * H]
+            lay = np.zeros(len(f_sizes) + len(i_sizes) + 4, np.int64)
+            lay[: len(f_sizes)] = np.cumsum([0, *f_sizes[:-1]])
+            lay[len(f_sizes) : len(f_sizes) + len(i_sizes)] = np.cumsum([0, *i_sizes[:-1]])
+            lay[-4:] = (n, V, nk, K)
+            FW = np.zeros(sum(f_sizes))
+            IW = np.zeros(sum(i_sizes), np.int64)
+            o = lay[len(f_sizes) + 4]  # table offsets start unfilled
+            IW[o : o + i_sizes[4]] = -1
+            CF = np.concatenate(
+                [self.card_moves_f.ravel(), self._ct_prof, self._scale, _NODES, _WEIGHTS]
             )
+            CI = np.concatenate([self._off, self.card_ranks.ravel(), self._ct_thr])
+            views = (  # what Python reads: the table, the results, decline chances, counts
+                FW[lay[5] : lay[6]], FW[lay[8] :], FW[lay[4] : lay[4] + V], IW[lay[12] : lay[12] + 8]
+            )  # fmt: skip
+            self._ws = (CF, CI, FW, IW, np.zeros((2, H, H), np.bool_), lay, *views)
         return self._ws
 
     def _options_fast(self, observation: np.ndarray, mask: np.ndarray) -> dict[int, float]:
@@ -392,27 +396,22 @@ class _DerbyBase:
             return {SKIP: 0.05}
         deny_on = bool(self.deny) and self.n > 1
         cards_phase = not mask[SKIP]
-        hv, place, thr, prof, W, need, values, dec_p, cards, info = self._work()[:10]
-        T, Vt, tidx, code, Fb, newplace, P, out = self._work()[10:]
-        nT = _prepare_table(
-            observation, self._scale, self._off, self.n, self.V, self.Ld, self.D, self.card_ranks, self.card_moves_f,
-            self._ct_thr, self._ct_prof, self.exchanges, deny_on, cards_phase,
-            bool(mask[DECLINE]), hv, place, thr, prof, W, need, values, dec_p, cards, info,
-            _NODES, T, tidx,
+        CF, CI, FW, IW, need, lay, T, out, dec_p, info = self._work()
+        nT, nv, nc = _k_prepare(
+            observation, CF, CI, FW, IW, need, lay, self.Ld, self.D, self.exchanges, deny_on,
+            cards_phase, bool(mask[DECLINE]),
         )  # fmt: skip
-        nv, nc, nd = int(info[0]), int(info[1]), int(info[2])
-        np.exp(T[:nT], out=T[:nT])  # numpy's exp (its SIMD exp can differ from libm's)
+        T = T[:nT]
+        np.exp(T, out=T)  # numpy's exp (its SIMD exp can differ from libm's)
         size = nv * nc * H * H * _Q
         if len(self._zbuf) < size:  # kept across decisions: fresh pages cost more
             self._zbuf = np.empty(size)
         z = self._zbuf
-        k = _z_args(
-            hv, place, self.L, values, nv, cards, nc, need, T, Vt, nT, tidx, code, Fb, newplace, z
-        )  # fmt: skip
+        k = _k_z(FW, IW, need, lay, self.L, nT, z)
         np.exp(z[:k], out=z[:k])
-        _values(
-            place, values, nv, cards, nc, need, code, newplace, z, _WEIGHTS, P, thr, prof,
-            self.n - 1 if deny_on else 0, W, self.exchanges, self.deny, cards_phase, out,
+        _k_values(
+            FW, IW, need, lay, z, self.n - 1 if deny_on else 0, self.exchanges, self.deny,
+            cards_phase,
         )  # fmt: skip
         if not cards_phase:
             options = {SKIP: 0.05}
@@ -422,7 +421,7 @@ class _DerbyBase:
                     options[EXCHANGE0 + 2 * c + 1] = float(out[H + c])
             return options
         ev = out[: nv * nc].reshape(nv, nc)
-        return self._card_choice(ev, dec_p[:nd], bool(info[3]), bool(info[4]), mask)
+        return self._card_choice(ev, dec_p[: info[2]], bool(info[3]), bool(info[4]), mask)
 
     @staticmethod
     def _card_options(row: np.ndarray, mask: np.ndarray) -> dict[int, float]:
@@ -1076,6 +1075,78 @@ def _values(place, values, nv, cards, nc, need, code, newplace, ez, weights, P, 
         _scores(P, nv * nc, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out)
     else:
         _exchange_gains(P, thr, prof, W, out)
+
+
+@_njit
+def _cviews(CF, CI, lay):
+    """The constants packed by ``_DerbyBase._work``."""
+    nk, K = lay[-2], lay[-1]
+    card_moves_f = CF[: nk * 9].reshape((nk, 9))
+    ct_prof = CF[nk * 9 : nk * 9 + K]
+    scale = CF[nk * 9 + K : len(CF) - 2 * _Q]
+    nodes = CF[len(CF) - 2 * _Q : len(CF) - _Q]
+    off = CI[:14]
+    card_ranks = CI[14 : 14 + nk * 9].reshape((nk, 9))
+    ct_thr = CI[14 + nk * 9 : 14 + nk * 9 + K]
+    return card_moves_f, ct_prof, scale, nodes, off, card_ranks, ct_thr
+
+
+@_njit
+def _wviews(FW, IW, lay):
+    """The work arrays packed by ``_DerbyBase._work`` (offsets in ``lay``: 9 float parts, 8
+    integer parts, then n, V, the number of movement cards, the tickets per colour)."""
+    n, V, nk = lay[-4], lay[-3], lay[-2]
+    nc = 2 + nk
+    B = (V + 1) * nc
+    f, i = lay[:9], lay[9:17]
+    hv = FW[f[0] : f[0] + 27].reshape((3, 9))
+    prof = FW[f[1] : f[1] + (n + 1) * 9].reshape((n + 1, 9))
+    W = FW[f[2] : f[2] + 81].reshape((9, 9))
+    values, dec_p = FW[f[3] : f[3] + V + 1], FW[f[4] : f[4] + V]
+    T, Vt = FW[f[5] : f[6]], FW[f[6] : f[7]]
+    P = FW[f[7] : f[7] + B * 81].reshape((B, 9, 9))
+    out = FW[f[8] :]
+    place = IW[i[0] : i[0] + 9]
+    thr = IW[i[1] : i[1] + (n + 1) * 9].reshape((n + 1, 9))
+    cards = IW[i[2] : i[2] + nc * 9].reshape((nc, 9))
+    info = IW[i[3] : i[3] + 8]
+    tidx = IW[i[4] : i[4] + (V + 1) * 324].reshape((V + 1, 2, 9, 9, 2))
+    code = IW[i[5] : i[5] + B * 9].reshape((B, 9))
+    Fb = IW[i[6] : i[6] + B]
+    newplace = IW[i[7] : i[7] + B * 9].reshape((B, 9))
+    return (hv, prof, W, values, dec_p, T, Vt, P, out, place, thr, cards, info, tidx, code, Fb,
+            newplace)  # fmt: skip
+
+
+@_njit
+def _k_prepare(obs, CF, CI, FW, IW, need, lay, Ld, D, exchanges, deny_on, cards_phase, decline):
+    """``_prepare_table`` on the packed arrays; returns the table's size and the counts of
+    number values and movement cards."""
+    card_moves_f, ct_prof, scale, nodes, off, card_ranks, ct_thr = _cviews(CF, CI, lay)
+    (hv, prof, W, values, dec_p, T, _vt, _p, _o, place, thr, cards, info, tidx, _c, _f,
+     _np) = _wviews(FW, IW, lay)  # fmt: skip
+    nT = _prepare_table(obs, scale, off, lay[-4], lay[-3], Ld, D, card_ranks, card_moves_f,
+                        ct_thr, ct_prof, exchanges, deny_on, cards_phase, decline, hv, place,
+                        thr, prof, W, need, values, dec_p, cards, info, nodes, T, tidx)  # fmt: skip
+    return nT, info[0], info[1]
+
+
+@_njit
+def _k_z(FW, IW, need, lay, L, nT, z):
+    """``_z_args`` on the packed arrays."""
+    (hv, _pr, _W, values, _d, T, Vt, _p, _o, place, _t, cards, info, tidx, code, Fb,
+     newplace) = _wviews(FW, IW, lay)  # fmt: skip
+    return _z_args(hv, place, L, values, info[0], cards, info[1], need, T, Vt, nT, tidx, code,
+                   Fb, newplace, z)  # fmt: skip
+
+
+@_njit
+def _k_values(FW, IW, need, lay, z, nopp, exchanges, deny, cards_phase):
+    """``_values`` on the packed arrays (the scores or gains land in the ``out`` part)."""
+    (_hv, prof, W, values, _d, _t, _v, P, out, place, thr, cards, info, _ti, code, _f,
+     newplace) = _wviews(FW, IW, lay)  # fmt: skip
+    _values(place, values, info[0], cards, info[1], need, code, newplace, z, _WEIGHTS, P, thr,
+            prof, nopp, W, exchanges, deny, cards_phase, out)  # fmt: skip
 
 
 class DerbyProjection(_DerbyBase):
