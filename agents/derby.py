@@ -28,7 +28,7 @@ The model runs in one of two implementations with the same values, bit for bit (
 median, 1.5 ms mean per decision on Derby 4p positions of random play) and, where numba is
 installed (the default then), compiled kernels that tabulate the pairwise chances per number
 value, compute a placing probability only where a score reads it, and run the sums and
-divisions vectorised over groups of combinations (about 11x faster on the median and 12x on
+divisions vectorised over groups of combinations (about 10x faster on the median and 11x on
 the mean on this 2-core machine, ``scripts/time_heuristics.py --only derby_exchange``; the
 first decision of a process loads the kernels from numba's cache, ~1 s, or compiles them
 once, ~20-50 s). See "the fast path" below.

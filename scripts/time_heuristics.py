@@ -31,6 +31,11 @@ Measured 2026-12-01 on the 2-core dev machine (400 positions, 3 rounds), same ru
   load ~2.5): dd_tactical 2p median 1569 -> 655 us (x2.4), mean 1710 -> 695 (x2.5); 4p median
   1617 -> 651 us (x2.5), mean 1787 -> 702 (x2.5). The 10x target (<= 0.2 ms) is missed by
   ~3.3x: ~8 simulated turns a decision, ~60% of the time the engine's resolution of them.
+* derby_exchange 4p (``--only derby_exchange``, 400 positions, 3 rounds, three runs at load
+  ~4): median 452 / 454 / 475 -> 45.0 / 43.7 / 47.5 us (x10.1 / x10.4 / x10.0), mean 1424 /
+  1435 / 1466 -> 125 / 126 / 127 us (x11.4 / x11.4 / x11.5); first call (kernels from numba's
+  cache) 0.35-0.4 s, ~20-110 s when they compile. At load ~1.5, before the last step (fewer
+  kernel arguments), x9.1-9.5 median and x9.8-11.3 mean.
 """
 
 from __future__ import annotations
