@@ -57,6 +57,11 @@ MAX_CYCLES = Param("max_cycles", DEFAULT_MAX_CYCLES, int, "truncate after this m
 SEED = Param("seed", None, int, "reset seed", low=0, allow_none=True)
 
 
+#: ``metadata["name"]`` of the generic adapters (:class:`DerbyAECEnv`, ``DerbyParallelEnv``),
+#: replaced by ``f"{game_cls.name}_v0"`` in a game's env class that does not set its own.
+PLACEHOLDER_NAMES = frozenset({"derby_env", "derby_parallel_env"})
+
+
 class GameEnvMixin:
     """What the AEC and Parallel adapters share: construction, spaces, ``state()``, rewards,
     truncation, rendering and pickling."""
@@ -66,6 +71,16 @@ class GameEnvMixin:
     game_state: State | None
     #: attributes restored when an env is unpickled mid-episode (besides the engine state)
     _episode_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A game's env class that names its game but not itself gets ``<game>_v0`` (the
+        # versioned entry point's name) instead of the adapters' placeholder.
+        super().__init_subclass__(**kwargs)
+        game_cls = getattr(cls, "game_cls", None)
+        metadata = getattr(cls, "metadata", None)
+        name = getattr(game_cls, "name", None)
+        if isinstance(metadata, dict) and metadata.get("name") in PLACEHOLDER_NAMES and name:
+            cls.metadata = {**metadata, "name": f"{name}_v0"}
 
     def _setup(self, **options: Any) -> None:
         """The constructors' one body: pickling arguments (EzPickle), then the game."""
@@ -234,6 +249,8 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
     the players jointly know), inside ``state_space``. Infos have the same keys at every step:
     ``winner``, ``illegal_action``, ``offender`` (bools). Pickling or ``copy.deepcopy``
     mid-episode gives an env that continues the same episode.
+
+    ``metadata["name"]`` is ``f"{game_cls.name}_v0"`` unless the game's env class sets it.
     """
 
     game_cls: ClassVar[type[Game]]

@@ -94,6 +94,9 @@ class Field:
 
 
 class Int(Field):
+    """An int in ``[low, high]`` (inclusive; None: unbounded). A bound is an int or a function
+    of the game (e.g. :func:`PLAYERS`); bools and floats are refused on load."""
+
     def __init__(self, name: str, low: Bound = None, high: Bound = None) -> None:
         super().__init__(name)
         self.low, self.high = low, high
@@ -106,6 +109,8 @@ class Int(Field):
 
 
 class Bool(Field):
+    """A bool, saved as JSON true/false (ints such as 0 and 1 are refused on load)."""
+
     def load(self, raw: Any, game: Any, state: Any) -> bool:
         return saved_bool(raw, self.name)
 
@@ -136,6 +141,10 @@ class Enum(Field):
 
 
 class IntList(Field):
+    """A list of ``length`` ints (None: any length), each in ``[low, high]``; bounds as for
+    :class:`Int`. Clones copy the list, unless ``share=True``: the rules only ever replace it,
+    never mutate it in place, so clones may share it."""
+
     copy = "list"
 
     def __init__(
@@ -190,6 +199,9 @@ class IntRows(Field):
 
 
 class IntArray(Field):
+    """A 1-d numpy array of ``length`` ints (None: any length), each in ``[low, high]`` (bounds
+    as for :class:`Int`), held as ``dtype`` (default int64), saved as a list; clones copy it."""
+
     copy = "array"
 
     def __init__(
@@ -215,6 +227,9 @@ class IntArray(Field):
 
 
 class BoolArray(Field):
+    """A 1-d numpy bool array of ``length`` entries (None: any length, an int or a function of
+    the game), saved as a list of true/false; clones copy it."""
+
     copy = "array"
 
     def __init__(self, name: str, length: Bound = None) -> None:

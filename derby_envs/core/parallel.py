@@ -34,6 +34,8 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
     truncated after ``max_cycles`` calls of ``step``. Infos have the same keys at every step:
     ``acting`` (the agent really chooses at this step), ``winner``, ``illegal_action`` and
     ``offender`` (bools).
+
+    ``metadata["name"]`` is ``f"{game_cls.name}_v0"`` unless the game's env class sets it.
     """
 
     game_cls: ClassVar[type[Game]]

@@ -36,9 +36,6 @@ class SingleAgentEnv(gymnasium.Env):
             seat, or a list of ``num_players - 1`` of them (assigned to the other seats in seat
             order, starting after the learner). Default ``"random"``.
         learner_seat: a fixed seat, or ``None`` (default) for a uniformly random seat each episode.
-
-    An opponent policy may define ``new_episode(rng)``; it is called at every reset (an opponent
-    pool uses it to draw the member that plays this episode).
         reward_mode: as in the AEC env; the reward is the change of the learner's return.
         illegal_action: ``"penalize"`` (default; Gymnasium's contract is that ``step`` accepts
             every action of ``action_space``, so ``check_env`` and unmasked samplers work): the
@@ -51,6 +48,9 @@ class SingleAgentEnv(gymnasium.Env):
         max_cycles: the episode is truncated after this many learner steps (default 100,000:
             never reached by a real game).
         **game_params: the game's own parameters.
+
+    An opponent policy may define ``new_episode(rng)``; it is called at every reset (an opponent
+    pool uses it to draw the member that plays this episode).
 
     ``info`` has the same keys at every step: ``"action_mask"`` (int8), ``"seat"``,
     ``"winner"`` (the learner is among the winners; False until the end) and
