@@ -48,3 +48,19 @@ def test_blank_state_and_scenario_docstrings_point_the_way():
         Game._blank_state.__doc__
     )
     assert "docs/<game>.md" in Game.scenario.__doc__ and "game.scenario(" in Game.scenario.__doc__
+
+
+def test_the_adding_a_game_checklist_covers_what_plugin_authors_tripped_on():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
+    checklist = text.split("## Adding a game", 1)[1]
+    for words in (
+        "`layout_variables()`",
+        "`_blank_state` must set the state's `game`",
+        "fewer than 4 cycles",
+        "`vec_env: subproc` workers",
+        '`env_config["game_package"]`',
+        "runs every game in `GAME_PACKAGES`; a plugin calls\n   `derby_envs.test.run_suite(name)`",
+    ):
+        assert words in checklist, words
