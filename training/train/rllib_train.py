@@ -29,7 +29,6 @@ checkpoints are pickles: resume only run directories you trust (exports never ar
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import re
@@ -55,8 +54,6 @@ from training.train.rllib_config import (
 )
 
 CHECKPOINT_RE = re.compile(r"^iter_(\d{6})_step_(\d{12})$")
-EVAL_FIELDS = ["step", "field", "games", "win_share", "win_lo95", "win_hi95", "mean_score",
-               "advantage", "adv_lo95", "adv_hi95"]  # fmt: skip
 POOL_FORMAT = 1
 
 
@@ -520,7 +517,7 @@ class RLlibTrainer:
     ) -> dict[str, dict[str, Any]]:
         """Seat-rotated tournaments of the exported learner (deterministic) per field."""
         from agents.ppo import PPOPolicy
-        from training.train.eval_log import evaluate_policy
+        from training.train.eval_log import append_eval_rows, evaluate_policy
 
         cfg = self.cfg
         tmp = self.run_dir / ".eval_policy.zip"
@@ -530,29 +527,16 @@ class RLlibTrainer:
         results = evaluate_policy(
             policy, self.game, cfg.evaluation.fields, deals, cfg.evaluation.seed, self.field_cache
         )
-        path = self.run_dir / "eval.csv"
-        new = not path.is_file()
-        with path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
-            if new:
-                w.writeheader()
-            for spec, res in results.items():
-                r = res["row"]
-                w.writerow(
-                    {
-                        "step": steps,
-                        "field": spec,
-                        "games": r["games"],
-                        **{k: "" if r[k] is None else f"{r[k]:.6g}" for k in EVAL_FIELDS[3:]},
-                    }
-                )
-                if self.tb is not None:
-                    self.tb.add_scalar(f"eval/{spec}/win_share", r["win_share"], steps)
-                    self.tb.add_scalar(f"eval/{spec}/mean_score", r["mean_score"], steps)
-                self.log(
-                    f"eval at {steps} vs {spec}: win share {r['win_share']:.3f} "
-                    f"[{r['win_lo95']:.3f}, {r['win_hi95']:.3f}], mean score {r['mean_score']:+.3f}"
-                )
+        append_eval_rows(self.run_dir / "eval.csv", steps, results)
+        for spec, res in results.items():
+            r = res["row"]
+            if self.tb is not None:
+                self.tb.add_scalar(f"eval/{spec}/win_share", r["win_share"], steps)
+                self.tb.add_scalar(f"eval/{spec}/mean_score", r["mean_score"], steps)
+            self.log(
+                f"eval at {steps} vs {spec}: win share {r['win_share']:.3f} "
+                f"[{r['win_lo95']:.3f}, {r['win_hi95']:.3f}], mean score {r['mean_score']:+.3f}"
+            )
         return results
 
 
