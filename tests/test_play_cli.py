@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -47,6 +48,10 @@ BAD_INPUTS = [
 ]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def spawn(*args: str, env: dict | None = None, timeout: float = 30) -> pexpect.spawn:
     full_env = {**os.environ, "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
     child = pexpect.spawn(
@@ -57,6 +62,9 @@ def spawn(*args: str, env: dict | None = None, timeout: float = 30) -> pexpect.s
         encoding="utf-8",
         timeout=timeout,
         dimensions=(50, 160),
+        # a terminal program's default Ctrl-C, also when pytest itself runs in a background job
+        # (which starts with SIGINT ignored, and Python then keeps it ignored in the child)
+        preexec_fn=_default_sigint,
     )
     child.delaybeforesend = None  # pexpect's 50 ms pause per line is for slow human-facing apps
     return child
