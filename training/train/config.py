@@ -172,8 +172,33 @@ class LoggingConfig:
     verbose: int = schema_field(0, "sb3 verbosity (0, 1 or 2)", low=0, high=2)
 
 
+class RunConfig:
+    """What both backends' run configs derive from their ``game``, ``game_params``, ``name``
+    and ``run_dir`` fields: the game, its player count, the run's name and directory."""
+
+    #: appended to the default run name (``<game>_<n>p``)
+    run_suffix = ""
+
+    def make_game(self):
+        from derby_envs.registry import make_game
+
+        return make_game(self.game, **self.game_params)
+
+    @property
+    def num_players(self) -> int:
+        return self.make_game().num_players
+
+    @property
+    def run_name(self) -> str:
+        return self.name or f"{self.game}_{self.num_players}p{self.run_suffix}"
+
+    @property
+    def run_path(self) -> Path:
+        return Path(self.run_dir) if self.run_dir else Path("runs") / self.run_name
+
+
 @dataclass
-class TrainConfig:
+class TrainConfig(RunConfig):
     """A training run."""
 
     game: str = schema_field("kentucky_derby", "game name (derby-envs list)")
@@ -212,24 +237,6 @@ class TrainConfig:
     checkpoint: CheckpointConfig = schema_field(CheckpointConfig, "periodic checkpoints")
     evaluation: EvaluationConfig = schema_field(EvaluationConfig, "periodic evaluation")
     logging: LoggingConfig = schema_field(LoggingConfig, "logs and progress")
-
-    # ----- derived --------------------------------------------------------------------
-    @property
-    def num_players(self) -> int:
-        return self.make_game().num_players
-
-    @property
-    def run_name(self) -> str:
-        return self.name or f"{self.game}_{self.num_players}p"
-
-    @property
-    def run_path(self) -> Path:
-        return Path(self.run_dir) if self.run_dir else Path("runs") / self.run_name
-
-    def make_game(self):
-        from derby_envs.registry import make_game
-
-        return make_game(self.game, **self.game_params)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -32,6 +32,7 @@ from training.train.config import (
     EvaluationConfig,
     LoggingConfig,
     OpponentsConfig,
+    RunConfig,
     TrainConfig,
     apply_overrides,
     build_section,
@@ -99,8 +100,10 @@ class RLlibSection:
 
 
 @dataclass
-class RLlibTrainConfig:
+class RLlibTrainConfig(RunConfig):
     """A training run on Ray RLlib."""
+
+    run_suffix = "_rllib"
 
     backend: Literal["rllib"] = schema_field("rllib", "training backend: rllib", required=True)
     game: str = schema_field("kentucky_derby", "game name (derby-envs list)")
@@ -121,24 +124,6 @@ class RLlibTrainConfig:
     evaluation: EvaluationConfig = schema_field(EvaluationConfig, "periodic evaluation")
     logging: LoggingConfig = schema_field(LoggingConfig, "logs and progress")
     rllib: RLlibSection = schema_field(RLlibSection, "Ray / RLlib settings")
-
-    # ----- derived --------------------------------------------------------------------
-    def make_game(self):
-        from derby_envs.registry import make_game
-
-        return make_game(self.game, **self.game_params)
-
-    @property
-    def num_players(self) -> int:
-        return self.make_game().num_players
-
-    @property
-    def run_name(self) -> str:
-        return self.name or f"{self.game}_{self.num_players}p_rllib"
-
-    @property
-    def run_path(self) -> Path:
-        return Path(self.run_dir) if self.run_dir else Path("runs") / self.run_name
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
