@@ -140,6 +140,22 @@ class PretrainConfig:
     steps: int = schema_field(20_000, "learner decisions of the agent to record", low=1)
     epochs: int = schema_field(10, "passes over the recorded decisions", low=1, high=1000)
     learning_rate: float = schema_field(1e-3, "Adam step size of the imitation", low=1e-8, high=1.0)
+    params: dict[str, Any] = schema_field(
+        dict, "keyword options of the agent (e.g. ismcts: {iterations: 150})"
+    )
+    targets: Literal["moves", "visits"] = schema_field(
+        "moves",
+        "what the actor is fitted to: the agent's moves, or a search agent's root visit "
+        "shares (ismcts; others give their moves)",
+    )
+    data: str | None = schema_field(
+        None,
+        "an .npz of recorded decisions: read if it exists (what is missing up to 'steps' is "
+        "recorded and appended), written as recording goes (null = <run_dir>/pretrain_data.npz)",
+    )
+    holdout: int = schema_field(
+        0, "every holdout-th recorded episode is not fitted, only scored (0 = fit all)", low=0
+    )
 
 
 @dataclass
@@ -540,6 +556,41 @@ def check_pretrain_agent(cfg: TrainConfig, game: Any, names: list[str]) -> None:
         )
 
 
+def check_pretrain_params(cfg: TrainConfig, game: Any, names: list[str]) -> None:
+    """``pretrain.params`` are options the agent accepts; ``visits`` targets need a search
+    agent; a ``pretrain.data`` file that exists was recorded for this config."""
+    pc = cfg.pretrain
+    if pc.agent is None:
+        return
+    if pc.params:
+        if pc.agent.endswith(".zip"):
+            raise ConfigError("config key 'pretrain.params': a PPO checkpoint takes no params")
+        from agents.registry import make_policy
+
+        try:
+            expert = make_policy(pc.agent, game, **pc.params)
+        except (TypeError, InvalidParameterError) as exc:
+            raise ConfigError(f"config key 'pretrain.params': {exc}") from None
+    else:
+        from training.evaluation.tournament import load_agent
+
+        expert = load_agent(pc.agent, game)
+    if pc.targets == "visits" and not hasattr(expert, "root_statistics"):
+        raise ConfigError(
+            f"config key 'pretrain.targets': 'visits' needs a search agent (ismcts), got "
+            f"{pc.agent!r}; use targets: moves"
+        )
+    if pc.data is not None:
+        if not pc.data.endswith(".npz"):
+            raise ConfigError(
+                f"config key 'pretrain.data': got {pc.data!r}, expected a path ending in .npz"
+            )
+        if Path(pc.data).is_file():
+            from training.train.warmstart import check_data
+
+            check_data(Path(pc.data), cfg, game)
+
+
 def check_pool(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     """At least one fixed member, each a known agent with options it accepts, weights not
     all 0."""
@@ -594,6 +645,7 @@ CROSS_CHECKS = (
     check_hint,
     check_residual_scale,
     check_pretrain_agent,
+    check_pretrain_params,
     check_pool,
     check_self_play,
     check_evaluation_fields,
