@@ -8,6 +8,10 @@ what both trainers count):
 
 * ``env``: the bare :class:`DerbyMultiAgentEnv` loop in this process with random legal learner
   actions (the ceiling of one sampling process),
+* ``env_pair_over_1``: the same loop in two processes at once, their summed rate over one
+  process's rate measured just before (what this machine gives two CPU-bound processes at
+  that moment: the reference for RLlib's 2-runner speedup; on a VM whose neighbours load the
+  host it swings between about 1.3x and 2x),
 * ``rllib_1`` / ``rllib_2``: ``algo.train()`` of multi-agent PPO with 1 and 2 env runners
   (whole iterations: sampling, weight sync, learner update),
 * ``sb3``: MaskablePPO ``learn()`` on the Gymnasium view with the same field, batch and epochs,
@@ -53,6 +57,22 @@ def env_rate(game: str, n: int, field: str, seconds: float) -> float:
         if terms["__all__"] or truncs["__all__"]:
             obs, _ = env.reset()
     return steps / (time.perf_counter() - t0)
+
+
+def _env_rate_worker(args: tuple[str, int, str, float]) -> float:
+    return env_rate(*args)
+
+
+def env_pair_scaling(game: str, n: int, field: str, seconds: float) -> float:
+    """Summed env-steps/s of two processes running ``env_rate`` at once over one process's."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # fresh interpreters: nothing of Ray's or torch's state
+    args = (game, n, field, seconds)
+    with ctx.Pool(2) as pool:
+        one = pool.apply(_env_rate_worker, (args,))
+        pair = sum(pool.map(_env_rate_worker, [args, args], chunksize=1))
+    return pair / one
 
 
 def rllib_rates(
@@ -166,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         for game, n, field in cases:
             row: dict[str, Any] = {"game": game, "players": n, "field": field}
             row["env"] = env_rate(game, n, field, 1.0 if args.quick else 3.0)
+            row["env_pair_over_1"] = env_pair_scaling(game, n, field, 1.0 if args.quick else 3.0)
             for runners in (1, 2):
                 r = rllib_rates(game, n, field, runners, args.envs, batch, args.repeats)
                 row[f"rllib_{runners}"] = r["steps_per_s"]
@@ -177,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             row["sb3_over_rllib_1"] = row["sb3"] / row["rllib_1"]
             rows.append(row)
             print(
-                f"{game} {n}p vs {field}: env {row['env']:.0f}/s | RLlib 1 runner "
+                f"{game} {n}p vs {field}: env {row['env']:.0f}/s (two processes "
+                f"{row['env_pair_over_1']:.2f}x one) | RLlib 1 runner "
                 f"{row['rllib_1']:.0f}/s (sampling {row['rllib_1_sampling_share']:.0%}), "
                 f"2 runners {row['rllib_2']:.0f}/s ({row['rllib_2_over_1']:.2f}x, sampling "
                 f"{row['rllib_2_sampling_share']:.0%}) | sb3 {row['sb3']:.0f}/s "
