@@ -154,6 +154,8 @@ class DDTactical:
         self._value = self.quick.value.tolist()
         self._mekk = game.params["variant"] == "mekk_mania"
         self._mekk_pool = game.cards.mekk_pool() if self._mekk else []
+        # the deploy options of the determinization being simulated (see _deploy_options)
+        self._deploys: tuple[list[int], list[list[int]], int] | None = None
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
@@ -183,6 +185,7 @@ class DDTactical:
         totals = np.zeros(len(legal))
         for _ in range(self.samples):
             base, deal_seed = self._resample(state, player, rng)
+            self._deploys = self._deploy_options(base, player)
             for i, a in enumerate(legal):
                 sim = base.simulation_copy(self._scratch)  # see act_state
                 sim.apply_legal(player, a)  # legal by construction: skip the checked wrapper
@@ -244,13 +247,32 @@ class DDTactical:
             score -= 8.0
         return score
 
+    @staticmethod
+    def _deploy_options(
+        base: DemolitionDerbyState, me: int
+    ) -> tuple[list[int], list[list[int]], int] | None:
+        """With one pick each: the players still to deploy after my pick in ``base``, the
+        designs each can deploy and their count. My pick changes no other hand, so every
+        simulated action of a determinization starts its deploys from these."""
+        if base.phase != DEPLOY or base.game.picks_per_turn != 1 or me not in base.movers:
+            return None
+        cd = base.game.cards.card_design
+        movers = [p for p in base.movers if p != me]
+        legals = [sorted({cd[c] for c in base.hands[p]}) for p in movers]
+        return movers, legals, sum(map(len, legals))
+
     def _quick_deploy_all(self, sim: DemolitionDerbyState, rng: np.random.Generator) -> None:
         """``_quick_deploy`` then ``_apply`` for every mover in turn (one pick each, none
         made yet), with the noise of all of them drawn at once."""
-        cd = sim.game.cards.card_design
-        movers = sim.movers[:]
-        legals = [sorted({cd[c] for c in sim.hands[p]}) for p in movers]
-        noise = rng.normal(0, self.quick.noise, sum(map(len, legals))).tolist()
+        known = self._deploys
+        if known is not None and known[0] == sim.movers:
+            movers, legals, count = known
+        else:
+            cd = sim.game.cards.card_design
+            movers = sim.movers[:]
+            legals = [sorted({cd[c] for c in sim.hands[p]}) for p in movers]
+            count = sum(map(len, legals))
+        noise = rng.normal(0, self.quick.noise, count).tolist()
         value = self._value
         i = 0
         for p, legal in zip(movers, legals, strict=True):

@@ -63,9 +63,17 @@ class Task:
         self.log: list[tuple] = []  # events, published when the level is applied
 
     def copy(self) -> Task:
+        # field by field (not a loop over __slots__ with getattr/setattr: search copies
+        # states with tasks in resolution for every simulated action)
         t = Task.__new__(Task)
-        for k in Task.__slots__:
-            setattr(t, k, getattr(self, k))
+        t.card, t.player, t.card_design, t.design = (
+            self.card,
+            self.player,
+            self.card_design,
+            self.design,
+        )
+        t.i, t.stage, t.take, t.kind, t.may = self.i, self.stage, self.take, self.kind, self.may
+        t.opts, t.made, t.done = self.opts, self.made, self.done  # opts is replaced, not mutated
         t.effects = self.effects[:]
         t.log = self.log[:]
         return t
@@ -101,10 +109,8 @@ def cond_ok(
             ok = any(cs.card_type[c] == v for c in lineup)
         elif key == "min_distinct_types":
             ok = len({cs.card_type[c] for c in lineup}) >= v
-        elif key == "strictly_lowest_total":
-            ok = totals is not None and all(
-                totals[q] < totals[o] for o in range(len(totals)) if o != q
-            )
+        elif key == "strictly_lowest_total":  # below every other total
+            ok = totals is not None and totals[q] == min(totals) and totals.count(totals[q]) == 1
         elif key == "only_of_type_this_turn":
             ok = not any(
                 s.this_turn[c] and cs.card_type[c] == v and c != source
@@ -169,11 +175,12 @@ def match(s: DemolitionDerbyState, f: Filter, c: int, player: int, source: int) 
 
 def lineup_cards(s: DemolitionDerbyState, f: Filter, player: int, source: int) -> list[int]:
     """Lineup cards matching ``f`` (``match``), Strengths read once."""
-    out = []
+    out: list[int] = []
     lo, hi = f.strength_min, f.strength_max
     st = s.strengths() if lo is not None or hi is not None else None
+    owner = f.owner
     for q, lineup in enumerate(s.lineups):
-        if (f.owner == "you" and q != player) or (f.owner == "other" and q == player):
+        if not lineup or (owner == "you" and q != player) or (owner == "other" and q == player):
             continue
         cards = static_in_lineup(s, f, lineup, source)
         if st is None:
@@ -212,7 +219,8 @@ def protectors(s: DemolitionDerbyState) -> list[tuple[int, int, Op]]:
 
 def protected(s: DemolitionDerbyState, c: int, kind: str, actor: int) -> bool:
     """Whether card ``c`` cannot be discarded / swapped (``kind``) by ``actor``'s ability."""
-    for p, src, op in protectors(s):
+    prot = s._prot if s._prot is not None else protectors(s)
+    for p, src, op in prot:
         if kind in op.against and (op.source == "any" or actor != p):
             if match(s, op.targets, c, p, src):
                 return True
@@ -430,12 +438,15 @@ def mass_select(s: DemolitionDerbyState, select: str, cands: list[int]) -> list[
         return cands
     st = s.strengths()
     if select == "lowest_each_player":
+        # each player's candidates, players in seat order, each in ``cands`` order
+        owner = s.owner
+        mine: dict[int, list[int]] = {}
+        for c in cands:
+            mine.setdefault(owner[c], []).append(c)
         out = []
-        for q in range(s.game.num_players):
-            mine = [c for c in cands if s.owner[c] == q]
-            if mine:
-                low = min(st[c] for c in mine)
-                out += [c for c in mine if st[c] == low]
+        for q in sorted(mine):
+            low = min(st[c] for c in mine[q])
+            out += [c for c in mine[q] if st[c] == low]
         return out
     if select == "single_strongest":
         top = max(st[c] for c in cands)

@@ -259,6 +259,15 @@ class DemolitionDerbyGame(Game):
         return self._cards_of(self._win_if_designs)
 
     @cached_property
+    def _win_if_conds(self) -> dict[int, tuple[tuple, ...]]:
+        """The conditions of the ``win_if`` abilities of each card in ``_win_if_cards``."""
+        cs = self.cards
+        return {
+            c: tuple(op.cond for op in cs.designs[cs.card_design[c]].ops if op.op == "win_if")
+            for c in self._win_if_cards
+        }
+
+    @cached_property
     def _guard_cards(self) -> frozenset[int]:
         """Card ids with an Ongoing protection."""
         return self._cards_of(self._ongoing_protect_designs)
@@ -292,6 +301,16 @@ class DemolitionDerbyGame(Game):
             for d in self.cards.designs
             if d.timing == "derby" and any(o.op == "win_if" for o in d.ops)
         )
+
+    @cached_property
+    def _instant_cards(self) -> frozenset[int]:
+        """Card ids with an Instant ability (queued when revealed)."""
+        return self._cards_of(frozenset(d.index for d in self.cards.designs if d.has_instant))
+
+    @cached_property
+    def _turn_cards(self) -> frozenset[int]:
+        """Card ids with a Turn ability (it starts when revealed)."""
+        return self._cards_of(frozenset(d.index for d in self.cards.designs if d.timing == "turn"))
 
     @cached_property
     def _ongoing_protect_designs(self) -> frozenset[int]:
@@ -608,40 +627,37 @@ class DemolitionDerbyState(State):
 
     # ----- reveal and resolution ------------------------------------------------------
     def _reveal(self) -> None:
-        cs = self.game.cards
+        g = self.game
+        cs = g.cards
         cd = cs.card_design
-        designs = cs.designs
+        n = g.num_players
         self.events = [("turn", self.derby, self.turn)]
         revealed = []
-        for q in range(self.game.num_players):
+        for q in range(n):
             hand = self.hands[q]
             for d in self.picks[q]:
-                c = next(c for c in hand if cd[c] == d)
-                hand.remove(c)
+                c = _take_design(hand, d, cd)
                 self.lineups[q].append(c)
                 self.owner[c] = q
                 self.face_up[c] = True
                 self.this_turn[c] = True
                 revealed.append(c)
                 self.events.append(("reveal", q, c))
-        self.picks = [[] for _ in range(self.game.num_players)]
-        for c in revealed:
-            d = designs[cd[c]]
-            if d.timing == "turn":
-                for op in d.ops:
-                    if op.op == "stop_instants" and ab.cond_ok(self, op.cond, self.owner[c], c):
-                        self.stoppers.append(c)
-                if any(op.op == "protect" for op in d.ops):
-                    self.turn_protect.append((self.owner[c], c, d.index))
-        queue = [c for c in revealed if designs[cd[c]].has_instant and not self.instant_done[c]]
+        self.picks = [[] for _ in range(n)]
+        turn_cards = g._turn_cards
+        if not turn_cards.isdisjoint(revealed):
+            self._start_turn_effects(revealed)
+        instants, done = g._instant_cards, self.instant_done
+        queue = [c for c in revealed if c in instants and not done[c]]
         # descending Strength; reverse=True keeps equal Strengths in seat, then deploy order
-        queue.sort(key=cs.card_strength.__getitem__, reverse=True)
+        if len(queue) > 1:
+            queue.sort(key=cs.card_strength.__getitem__, reverse=True)
         self.queue = queue
         seats = self._seats
         self._clear_caches()  # the hands changed
         if seats is not None:  # the picks left the hands: counted down, not recounted
             seats = seats.copy()  # shared with copies of this state: never changed in place
-            D = self.game.num_designs
+            D = g.num_designs
             ct = cs.card_type
             for c in revealed:
                 q = self.owner[c]
@@ -649,6 +665,19 @@ class DemolitionDerbyState(State):
                 seats[q, D + ct[c]] -= 1.0
             self._seats = seats
         self._resolve()
+
+    def _start_turn_effects(self, revealed: list[int]) -> None:
+        """Turn abilities of the revealed cards start: Instant stoppers and protections."""
+        cs = self.game.cards
+        cd = cs.card_design
+        for c in revealed:
+            d = cs.designs[cd[c]]
+            if d.timing == "turn":
+                for op in d.ops:
+                    if op.op == "stop_instants" and ab.cond_ok(self, op.cond, self.owner[c], c):
+                        self.stoppers.append(c)
+                if any(op.op == "protect" for op in d.ops):
+                    self.turn_protect.append((self.owner[c], c, d.index))
 
     def _resolve(self) -> None:
         """Resolve Instant levels until a choice is needed or the turn ends."""
@@ -665,17 +694,19 @@ class DemolitionDerbyState(State):
             self.queue = [c for c in self.queue if strength[c] != level]
             self.level = level
             tasks = []
-            here.sort(
-                key=lambda c: (self.owner[c], self._slot(c)) if self.owner[c] >= 0 else (99, 0)
-            )
+            if len(here) > 1:
+                here.sort(
+                    key=lambda c: (self.owner[c], self._slot(c)) if self.owner[c] >= 0 else (99, 0)
+                )
+            owner, stoppers = self.owner, self.stoppers
             for c in here:
-                if self.owner[c] < 0 or not self.face_up[c]:
+                if owner[c] < 0 or not self.face_up[c]:
                     continue  # discarded or turned face down before resolving: cancelled
                 self.instant_done[c] = True
-                if any(s != c for s in self.stoppers):
+                if stoppers and any(s != c for s in stoppers):
                     self.events.append(("stopped", c))
                     continue
-                tasks.append(Task(c, self.owner[c], cs.card_design[c]))
+                tasks.append(Task(c, owner[c], cs.card_design[c]))
             self.tasks = tasks
             for t in tasks:
                 ab.advance(self, t)
@@ -977,6 +1008,15 @@ class SimulationState(DemolitionDerbyState):
         """Deal the next Derby as a copy with a generator seeded ``seed`` would."""
         self.rng = np.random.default_rng(seed)
         DemolitionDerbyState._start_derby(self)
+
+
+def _take_design(hand: list[int], d: int, card_design: list[int]) -> int:
+    """Remove and return the first card of design ``d`` in ``hand`` (there is one)."""
+    for i, c in enumerate(hand):
+        if card_design[c] == d:
+            del hand[i]
+            return c
+    raise AssertionError(f"no card of design {d} in the hand")  # pragma: no cover - legal picks
 
 
 _fields_clone = DemolitionDerbyState.fields.make_clone(DemolitionDerbyState)

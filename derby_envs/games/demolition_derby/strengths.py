@@ -117,18 +117,21 @@ def derby_scores(s: DemolitionDerbyState) -> tuple[list[int], list[int]]:
 
 
 def compute_derby_scores(s: DemolitionDerbyState) -> tuple[list[int], list[int]]:
-    cs = s.game.cards
-    cd = cs.card_design
     st = compute_strengths(s, derby=True)
-    totals = [sum([st[c] for c in lineup]) for lineup in s.lineups]
+    value = st.__getitem__
+    totals = [sum(map(value, lineup)) for lineup in s.lineups]
     winif = s.game._win_if_cards
-    special = set()
+    conds = s.game._win_if_conds
+    fu = s.face_up
+    special = []  # in seat order, each once
     for q, lineup in enumerate(s.lineups):
         if winif.isdisjoint(lineup):
             continue
-        for card in lineup:
-            if card in winif and s.face_up[card]:
-                for op in cs.designs[cd[card]].ops:
-                    if op.op == "win_if" and cond_ok(s, op.cond, q, card, totals):
-                        special.add(q)
-    return totals, sorted(special)
+        if any(
+            fu[card] and cond_ok(s, cond, q, card, totals)
+            for card in lineup
+            if card in winif
+            for cond in conds[card]
+        ):
+            special.append(q)
+    return totals, special
