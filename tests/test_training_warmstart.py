@@ -113,7 +113,10 @@ def test_moves_targets_fit_the_experts_moves(tmp_path):
     # playing derby_exchange's moves after the imitation
     assert np.array_equal(arrays["targets"].argmax(1), arrays["actions"])
     assert np.allclose(arrays["targets"].sum(1), 1.0)
-    assert summary["pretrain"]["accuracy"] > 0.95 and summary["pretrain"]["holdout_accuracy"] > 0.9
+    pre = summary["pretrain"]
+    assert pre["accuracy"] > 0.95 and pre["holdout_accuracy"] > 0.9
+    # before the fit the residual policy *is* derby_exchange (its logits: 20 x the features)
+    assert pre["holdout_accuracy_before"] == 1.0
 
 
 def test_bad_pretrain_settings_are_named(tmp_path):

@@ -218,7 +218,7 @@ def clone(model: Any, data: dict[str, np.ndarray], config: TrainConfig) -> dict[
     """Fit ``model``'s policy to the recorded decisions. Returns how often the policy's most
     probable move is the expert's: on the fitted decisions (``accuracy``) and on the held-out
     episodes (``holdout_accuracy``: every ``pretrain.holdout``-th episode is not fitted; NaN
-    without a hold-out)."""
+    without a hold-out), and there before the fit (``holdout_accuracy_before``)."""
     import torch
 
     pc = config.pretrain
@@ -230,6 +230,8 @@ def clone(model: Any, data: dict[str, np.ndarray], config: TrainConfig) -> dict[
     held = (data["episodes"] % pc.holdout == pc.holdout - 1) if pc.holdout else None
     fit = np.flatnonzero(~held) if held is not None else np.arange(len(A))
     policy = model.policy
+    policy.set_training_mode(False)
+    before = _agrees(policy, X, M, A)
     policy.set_training_mode(True)
     opt = torch.optim.Adam(policy.parameters(), lr=pc.learning_rate)
     gen = torch.Generator().manual_seed(config.seed)
@@ -245,14 +247,22 @@ def clone(model: Any, data: dict[str, np.ndarray], config: TrainConfig) -> dict[
             torch.nn.utils.clip_grad_norm_(policy.parameters(), config.ppo.max_grad_norm)
             opt.step()
     policy.set_training_mode(False)
+    same = _agrees(policy, X, M, A)
+    out = {"accuracy": float(same[fit].mean())}
+    has_held = held is not None and bool(held.any())
+    out["holdout_accuracy"] = float(same[held].mean()) if has_held else float("nan")
+    # the same score of the policy before the fit (a residual policy: its hint agent's moves)
+    out["holdout_accuracy_before"] = float(before[held].mean()) if has_held else float("nan")
+    return out
+
+
+def _agrees(policy: Any, X: Any, M: Any, A: Any) -> np.ndarray:
+    """Per decision: is the policy's most probable move the recorded one?"""
+    import torch
+
     with torch.no_grad():
         dist = policy.get_distribution(X, action_masks=M.numpy())
-        same = (dist.distribution.probs.argmax(1) == A).numpy()
-    out = {"accuracy": float(same[fit].mean())}
-    out["holdout_accuracy"] = (
-        float(same[held].mean()) if held is not None and held.any() else float("nan")
-    )
-    return out
+        return (dist.distribution.probs.argmax(1) == A).numpy()
 
 
 def load_or_record(
@@ -289,7 +299,8 @@ def pretrain(
     held = (
         ""
         if np.isnan(fit["holdout_accuracy"])
-        else f" ({fit['holdout_accuracy']:.1%} on held-out episodes)"
+        else f" ({fit['holdout_accuracy']:.1%} on held-out episodes; "
+        f"{fit['holdout_accuracy_before']:.1%} before the fit)"
     )
     log(
         f"pretrain: imitated {pc.agent} ({pc.targets}) on {n:,} decisions (recorded in "
@@ -300,9 +311,6 @@ def pretrain(
         "agent": pc.agent,
         "targets": pc.targets,
         "decisions": int(n),
-        "accuracy": round(fit["accuracy"], 4),
-        "holdout_accuracy": None
-        if np.isnan(fit["holdout_accuracy"])
-        else round(fit["holdout_accuracy"], 4),
+        **{k: None if np.isnan(v) else round(v, 4) for k, v in fit.items()},
         "seconds": round(time.perf_counter() - t0, 1),
     }
