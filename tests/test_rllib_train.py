@@ -304,3 +304,13 @@ def test_derby_envs_train_runs_an_rllib_config(tmp_path, local_ray, capsys):
     sb3.write_text(yaml.safe_dump({"game": "derby", "total_timesteps": 64}))
     assert cli_main(["train", "--config", str(sb3), "--address", "auto"]) == 2
     assert "--address is for backend: rllib" in capsys.readouterr().err
+
+
+def test_rllib_bench_env_pair_reference_runs_two_processes():
+    """The 2-runner reference: two spawned processes step the bare env at once; the ratio is a
+    positive rate ratio (each process really stepped: a broken loop gives 0 or raises)."""
+    from training.tools.rllib_bench import env_pair_scaling, env_rate
+
+    assert env_rate("kentucky_derby", 3, "random", 0.2) > 0
+    ratio = env_pair_scaling("kentucky_derby", 3, "random", 0.3)
+    assert 0.2 < ratio < 4.0
