@@ -239,7 +239,7 @@ class DDTactical:
         if sim.derby != derby:  # the Derby was scored
             return 30.0 * (sim.wins[me] - wins_before) - 10.0
         totals, special = sim.projected_scores()
-        others = max(t for q, t in enumerate(totals) if q != me)
+        others = max(totals[:me] + totals[me + 1 :])
         score = totals[me] - others + 0.3 * len(sim.lineups[me])
         if me in special:
             score += 8.0
@@ -298,20 +298,22 @@ class DDTactical:
             return legal[0]
         q = self.quick
         off, S, n = q.off, q.S, q.n
+        t0, g0, c0, decline = off["target"], off["gain"], off["copy"], off["decline"]
         kind = task.kind
+        hurts_own = kind == _K_GIVE
         st = sim.strengths()
         lineups = sim.lineups
         order = seat_orders(n)[p]
         scores = []
         leader = None
         for a in legal:
-            if a < off["target"]:  # deploy (not offered in a choice; kept for parity)
+            if a < t0:  # deploy (not offered in a choice; kept for parity)
                 scores.append(q.value[a])
-            elif a < off["gain"]:
-                r, k = divmod(a - off["target"], S)
+            elif a < g0:
+                r, k = divmod(a - t0, S)
                 c = lineups[order[r]][k]
                 v = min(st[c], STRENGTH_CAP)  # the observation clips it
-                if kind == K["swap_give"] or r == 0:
+                if hurts_own or r == 0:
                     scores.append(-float(v))
                 else:
                     if leader is None:
@@ -320,21 +322,15 @@ class DDTactical:
                         leader = max(clipped[1:]) if n > 1 else 0
                     # float32 arithmetic of the observation path, reproduced exactly
                     x = v + (0.5 if clipped[r] >= leader else 0.0)
-                    if kind == K["face_down"] and self._pending(sim, c):
+                    if kind == _K_FACE_DOWN and self._pending(sim, c):
                         x += _F32_03
                     scores.append(x)
-            elif a < off["copy"]:
-                scores.append(q.strength[a - off["gain"]])
-            elif a < off["decline"]:
-                scores.append(q.value[a - off["copy"]])
-            elif a == off["decline"]:
-                d = task.design
-                if q.gives_self[d]:
-                    give = q.strength[d]
-                else:
-                    mine = [min(st[c], STRENGTH_CAP) for c in lineups[p]]
-                    give = float(min(mine)) if mine else 0.0
-                scores.append(give + 0.5)
+            elif a < c0:
+                scores.append(q.strength[a - g0])
+            elif a < decline:
+                scores.append(q.value[a - c0])
+            elif a == decline:
+                scores.append(self._decline_score(sim, task.design, p, st))
             else:  # accept
                 scores.append(0.0)
         # scores + noise on Python floats: the same doubles as the array sum
@@ -346,12 +342,23 @@ class DDTactical:
             return legal[best[0]]
         return legal[best[int(rng.integers(len(best)))]]
 
+    def _decline_score(self, sim: DemolitionDerbyState, d: int, p: int, st: list[int]) -> float:
+        """What declining a "may" swap of design ``d`` is worth (``DDGreedy.scores``)."""
+        q = self.quick
+        if q.gives_self[d]:
+            give = q.strength[d]
+        else:
+            mine = [min(st[c], STRENGTH_CAP) for c in sim.lineups[p]]
+            give = float(min(mine)) if mine else 0.0
+        return give + 0.5
+
     @staticmethod
     def _pending(sim: DemolitionDerbyState, c: int) -> bool:
         """Whether card ``c``'s Instant counts as still to resolve (as the observation shows)."""
         return c in sim.queue or any(t.card == c for t in sim.tasks)
 
 
+_K_GIVE, _K_FACE_DOWN = K["swap_give"], K["face_down"]
 # np.float32(0.3): the observation's "Instant pending" flag weight as the float32 path adds it
 _F32_03 = float(np.float32(0.3))
 

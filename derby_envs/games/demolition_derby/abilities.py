@@ -196,13 +196,13 @@ def protectors(s: DemolitionDerbyState) -> list[tuple[int, int, Op]]:
     """Active protections: (protected player, source card, op) for Turn effects (bound to
     the deploying player) and Ongoing ones (face-up cards, their current controller)."""
     if s._prot is None:
-        cs = s.game.cards
-        cd = cs.card_design
+        g = s.game
+        cd = g.cards.card_design
         fu = s.face_up
-        guards = s.game._guard_cards
+        guards, protect_ops = g._guard_cards, g._protect_ops
         out = []
         for p, src, d in s.turn_protect:
-            out += [(p, src, op) for op in cs.designs[d].ops if op.op == "protect"]
+            out += [(p, src, op) for op in protect_ops[d]]
         for q, lineup in enumerate(s.lineups):
             if guards.isdisjoint(lineup):
                 continue
@@ -210,8 +210,8 @@ def protectors(s: DemolitionDerbyState) -> list[tuple[int, int, Op]]:
                 if card in guards and fu[card]:
                     out += [
                         (q, card, op)
-                        for op in cs.designs[cd[card]].ops
-                        if op.op == "protect" and cond_ok(s, op.cond, q, card)
+                        for op in protect_ops[cd[card]]
+                        if not op.cond or cond_ok(s, op.cond, q, card)
                     ]
         s._prot = out
     return s._prot

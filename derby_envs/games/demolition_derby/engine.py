@@ -268,6 +268,11 @@ class DemolitionDerbyGame(Game):
         }
 
     @cached_property
+    def _protect_ops(self) -> tuple[tuple[Op, ...], ...]:
+        """Each design's ``protect`` ops (Turn and Ongoing protections)."""
+        return tuple(tuple(op for op in d.ops if op.op == "protect") for d in self.cards.designs)
+
+    @cached_property
     def _guard_cards(self) -> frozenset[int]:
         """Card ids with an Ongoing protection."""
         return self._cards_of(self._ongoing_protect_designs)
@@ -738,7 +743,7 @@ class DemolitionDerbyState(State):
         if len(self.hands[0]) <= 1:
             self._end_derby()
             return
-        self.hands = [self.hands[(q - 1) % n] for q in range(n)]  # pass to the left
+        self.hands = self.hands[-1:] + self.hands[:-1]  # pass to the left: q gets q - 1's
         self.turn += 1
         seats = self._seats
         self._start_turn()
@@ -889,8 +894,8 @@ class DemolitionDerbyState(State):
             s.deck = sorted(known | set(fresh))
         else:
             fresh = unknown[:]
-        order = rng.permutation(len(fresh)).tolist()
-        fresh = [fresh[i] for i in order]
+        # shuffled in place: the same draws and order as ``fresh[j] for j in permutation``
+        rng.shuffle(fresh)
         i = 0
         for q in seats:
             k = len(s.hands[q])
