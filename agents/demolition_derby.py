@@ -11,12 +11,16 @@
   the position (Strength margin over the best opponent, Derby wins, Commander/Underdog
   conditions). It uses only what ``resample_hidden`` keeps, so it never peeks.
 
-Both are cheap: greedy ~30 µs per decision, tactical ~0.65 ms (``samples`` x legal actions
-x one simulated turn, ~8 turns a decision, on light state copies; ``scripts/time_heuristics.py``
-measures it against the earlier clone-per-action version, 2.4-4.6x slower depending on the
-load, with the same choices). Where a decision's time goes (4p, cProfile): the engine's
-resolution of the simulated turns (reveal, Instant levels, filters, protections) ~60%, the
-simulated greedy choices and deploys ~15%, Derby scoring ~11%, resampling and copies ~9%.
+Both are cheap: greedy ~30 µs per decision, tactical ~0.55 ms (``samples`` x legal actions
+x one simulated turn, ~8 turns a decision, on light state copies). ``scripts/time_heuristics.py``
+measures it against the earlier clone-per-action version (2.2-2.5x slower, same choices);
+the engine work of issue 12 (per-card tables, fewer recomputations; 2ec2242) took it from
+~0.60 to ~0.54 ms median, 2p and 4p, on this 2-core machine. Issue 12's target (0.2 ms) is
+missed by ~2.7x: the time is spread over the whole simulated turn (4p, pyinstrument): the
+engine's resolution of the simulated turns ~56% (reveal, Instant levels, end of turn; the
+Instants' targets, filters and protections, ``_step_remove``, ~16% of it), the noisy-greedy
+choices and deploys ~12%, Derby scoring (``projected_scores``) ~10%, light copies ~6%,
+re-deals ~5%; no single function above ~6% of its own time (cProfile).
 """
 
 from __future__ import annotations

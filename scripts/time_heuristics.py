@@ -31,6 +31,13 @@ Measured 2026-12-01 on the 2-core dev machine (400 positions, 3 rounds), same ru
   load ~2.5): dd_tactical 2p median 1569 -> 655 us (x2.4), mean 1710 -> 695 (x2.5); 4p median
   1617 -> 651 us (x2.5), mean 1787 -> 702 (x2.5). The 10x target (<= 0.2 ms) is missed by
   ~3.3x: ~8 simulated turns a decision, ~60% of the time the engine's resolution of them.
+* after the engine tables of the evening (e69fe3e, 2ec2242; ``--only dd_tactical``, 400
+  positions, 3 rounds, three runs at load ~2.5): dd_tactical 2p median 1562 / 1420 / 1362 ->
+  632 / 623 / 608 us (x2.5 / x2.3 / x2.2), 4p median 1534 / 1460 / 1389 -> 612 / 607 / 600 us
+  (x2.5 / x2.4 / x2.3); the reference runs on the same engine, so it gains too. Against the
+  tree before these commits (1a67eef, same per-position medians, runs alternated, three
+  each): 2p median 604-609 -> 542-580 us, 4p 585-589 -> 520-537 us (~10%). The 10x target
+  (<= 0.2 ms) is still missed by ~2.7x; see ``agents/demolition_derby.py`` for the profile.
 * derby_exchange 4p (``--only derby_exchange``, 400 positions, 3 rounds, three runs at load
   ~4): median 452 / 454 / 475 -> 45.0 / 43.7 / 47.5 us (x10.1 / x10.4 / x10.0), mean 1424 /
   1435 / 1466 -> 125 / 126 / 127 us (x11.4 / x11.4 / x11.5); first call (kernels from numba's
