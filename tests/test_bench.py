@@ -54,3 +54,23 @@ def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| env | players |" in printed and "| heuristic | game |" in printed
     assert "| MaskablePPO on | players | opponents |" in printed
+
+
+def test_bench_games_limits_the_rows_to_those_games(tmp_path):
+    out = tmp_path / "bench.json"
+    args = ["bench", "--quick", "--no-train", "--seconds", "0.02", "--json", str(out)]
+    assert main([*args, "--games", "kentucky_derby"]) == 0
+    result = json.loads(out.read_text())
+    envs = {r["env"] for r in result["random_play"]}
+    assert envs == {"kentucky_derby", "classic/connect_four_v3", "classic/leduc_holdem_v4"}
+    assert {h["game"] for h in result["heuristics"]} == {"kentucky_derby"}
+    assert result["ppo_training"] == []
+
+
+def test_bench_refuses_an_unknown_game(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--quick", "--games", "chess"])
+    assert e.value.code == 2
+    assert "invalid choice: 'chess'" in capsys.readouterr().err

@@ -99,7 +99,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from training.tools.bench import markdown, run_bench, save
 
     result = run_bench(
-        quick=args.quick, repeats=args.repeats, seconds=args.seconds, train=not args.no_train
+        quick=args.quick,
+        repeats=args.repeats,
+        seconds=args.seconds,
+        train=not args.no_train,
+        games=args.games,
     )
     print()
     print(markdown(result))
@@ -343,6 +347,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds", type=float, default=None, help="length of a timed window (default 1.0)"
     )
     p.add_argument("--no-train", action="store_true", help="skip the MaskablePPO training figures")
+    p.add_argument(
+        "--games",
+        nargs="+",
+        choices=available_games(),
+        default=None,
+        metavar="GAME",
+        help="only these games (default: all; the PettingZoo references are always timed)",
+    )
     p.add_argument("--json", default="runs/bench.json", help="where to write the JSON result")
     p.set_defaults(func=cmd_bench)
 
