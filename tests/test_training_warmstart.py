@@ -20,7 +20,7 @@ def expert_raw(run_dir, data_path, **over) -> dict:
     """Derby's smoke run with the residual policy, warm-started on a tiny ISMCTS budget."""
     pretrain = {
         "agent": "ismcts",
-        "params": {"iterations": 3},
+        "params": {"iterations": 4, "selection": "uct"},  # UCT tries every move first
         "targets": "visits",
         "steps": 40,
         "epochs": 3,
@@ -54,8 +54,8 @@ def test_ismcts_visit_targets_are_recorded_reused_and_extended(tmp_path):
     masks, targets, actions = arrays["masks"], arrays["targets"], arrays["actions"]
     assert masks[np.arange(len(actions)), actions].all()  # every recorded move was legal
     assert np.allclose(targets.sum(1), 1.0) and not targets[~masks].any()
-    # the move is the one the search visited most (its final choice); with 3 simulations
-    # the visits are spread over several actions somewhere
+    # the move is the one the search visited most (its final choice); with UCT the visits
+    # are spread over several actions
     assert (targets[np.arange(len(actions)), actions] >= targets.max(1) - 1e-6).all()
     assert ((targets > 0).sum(1) > 1).any()
     # whole episodes, numbered from 0; the returns are constant within an episode (gamma 1,
@@ -88,9 +88,11 @@ def test_ismcts_visit_targets_are_recorded_reused_and_extended(tmp_path):
 
 def test_resume_keeps_the_run_and_does_not_imitate_again(tmp_path):
     data = tmp_path / "data.npz"
-    raw = expert_raw(tmp_path / "r", data, steps=20)
+    raw = expert_raw(tmp_path / "r", data, steps=20, targets="moves")
     first = train(config_from_dict(raw), progress=False)
-    assert first["pretrain"]["decisions"] >= 20
+    assert first["pretrain"]["decisions"] >= 20 and first["pretrain"]["targets"] == "moves"
+    # a search's visit shares are recorded whatever the targets (one file serves both)
+    assert ((read_data(data)[0]["targets"] > 0).sum(1) > 1).any()
     data.unlink()  # a resumed run needs no recorded decisions: it starts from its checkpoint
     resumed = train(config_from_dict({**raw, "total_timesteps": 512}), resume=True, progress=False)
     assert resumed["pretrain"] is None and resumed["steps"] >= 512

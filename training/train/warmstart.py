@@ -138,8 +138,9 @@ def record_expert(
 ) -> dict[str, np.ndarray]:
     """At least ``pretrain.steps`` decisions (whole episodes; those in ``old`` count) of
     ``pretrain.agent`` in the learner's seat of a training env: observations, masks, moves,
-    target distributions, discounted returns and episode numbers. With ``save_to`` the data
-    so far is written there every :data:`SAVE_EVERY_EPISODES` episodes."""
+    target distributions (a search's visit shares whatever ``pretrain.targets`` says, so that
+    one file serves both kinds of targets), discounted returns and episode numbers. With
+    ``save_to`` the data so far is written there every :data:`SAVE_EVERY_EPISODES` episodes."""
     from training.evaluation.tournament import load_agent
 
     pc = config.pretrain
@@ -165,9 +166,7 @@ def record_expert(
     t0 = time.perf_counter()
     while True:
         mask = base.action_masks()
-        a, target = expert_decision(
-            expert, base.game_state, base.seat, mask, rng, pc.targets == "visits"
-        )
+        a, target = expert_decision(expert, base.game_state, base.seat, mask, rng, soft=True)
         for k, v in (("obs", obs), ("masks", mask), ("actions", a), ("targets", target),
                      ("episodes", episode)):  # fmt: skip
             rows[k].append(v)
