@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from derby_envs.core.errors import DerbyEnvsError
 
@@ -17,15 +18,16 @@ except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a synced temporary file in the same directory and a
-    rename (the parent directory is created if needed)."""
+def write_atomic(path: str | Path, write: Callable[[IO[Any]], None], binary: bool = False) -> Path:
+    """Call ``write`` on a synced temporary file in the same directory as ``path``, then rename
+    it to ``path`` (the parent directory is created if needed; on any error the temporary file
+    is removed and ``path`` is left as it was)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         umask = os.umask(0)
@@ -36,6 +38,11 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """:func:`write_atomic` of ``text``."""
+    return write_atomic(path, lambda f: f.write(text))
 
 
 def fsync_file(path: str | Path) -> None:

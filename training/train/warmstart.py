@@ -14,7 +14,6 @@ of recording again; a copy goes to ``<run_dir>/pretrain_data.npz``.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from training.files import write_atomic
 from training.train.config import ConfigError, TrainConfig
 from training.train.envs import make_env
 
@@ -86,11 +86,12 @@ def check_data(path: Path, config: TrainConfig, game: Any) -> int:
 
 
 def write_data(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-    """Atomically (a temporary file, then a rename): a kill never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.npz")
-    np.savez_compressed(tmp, meta=np.asarray(json.dumps(meta)), **arrays)
-    os.replace(tmp, path)
+    """Atomically (:func:`training.files.write_atomic`): a kill never leaves half a file."""
+    write_atomic(
+        path,
+        lambda f: np.savez_compressed(f, meta=np.asarray(json.dumps(meta)), **arrays),
+        binary=True,
+    )
 
 
 def _stack(rows: dict[str, list], old: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
