@@ -430,3 +430,73 @@ def test_prior_temperature_spreads_the_prior_by_action_values():
 def test_bad_leaf_and_prior_options_are_named(game_name, options, needle):
     with pytest.raises(InvalidParameterError, match=needle):
         make_policy("ismcts", make_game(game_name, num_players=4), **options)
+
+
+def _choice_positions(game, seed: int, count: int):
+    """``count`` positions with a choice, from a seeded game of random moves."""
+    return [(s, s.current_players()[0]) for s in _positions(game, seed, count)]
+
+
+def test_extension_runs_only_where_the_decision_is_unsettled():
+    game = make_game("demolition_derby", num_players=2)
+    positions = _choice_positions(game, seed=3, count=6)
+    base = {"iterations": 20, "extend_iterations": 80}
+    # every decision counts as settled: the base budget, exactly
+    settled = make_policy("ismcts", game, settled_share=1e-9, **base)
+    # no decision counts as settled unless one move took every visit: it goes on
+    unsettled = make_policy("ismcts", game, settled_share=1.0, **base)
+    extended = []
+    for i, (state, p) in enumerate(positions):
+        settled.act_state(state, p, np.random.default_rng(i))
+        assert settled.last_iterations == 20
+        stats = unsettled.root_statistics(state, p, np.random.default_rng(i))
+        assert 20 <= stats["iterations"] <= 80
+        extended.append(stats["iterations"] > 20)
+    assert any(extended)
+
+
+@pytest.mark.parametrize("name,n", [("demolition_derby", 2), ("derby", 4)])
+def test_stopping_an_extension_early_never_changes_the_move(name, n):
+    # the extension stops once the leader by visits cannot be caught: the move is the one the
+    # full budget plays under the same rng (the first simulations are the same ones)
+    game = make_game(name, num_players=n)
+    opts = {"opponents": None, "prior": None, "selection": "uct"} if name == "derby" else {}
+    full = make_policy("ismcts", game, iterations=60, extend_iterations=None, **opts)
+    early = make_policy(
+        "ismcts", game, iterations=10, extend_iterations=60, settled_share=1.0, **opts
+    )
+    stopped = 0
+    for i, (state, p) in enumerate(_choice_positions(game, seed=5, count=6)):
+        a = full.act_state(state, p, np.random.default_rng(i))
+        assert early.act_state(state, p, np.random.default_rng(i)) == a
+        assert full.last_iterations == 60 and early.last_iterations <= 60
+        stopped += early.last_iterations < 60
+    assert stopped > 0  # the early stop happened and was checked
+
+
+def test_extension_options():
+    game = make_game("derby", num_players=4)
+    preset = make_policy("ismcts", game)
+    assert preset.iterations == 100 and preset.extend_iterations == 900
+    assert preset.settled_share == 0.8
+    # the preset's extension belongs to its budget: a budget given by name runs as given,
+    # an explicit None turns it off, and both given extend the given budget
+    assert make_policy("ismcts", game, iterations=900).extend_iterations is None
+    assert make_policy("ismcts", game, iterations=30).extend_iterations is None
+    assert make_policy("ismcts", game, max_time=0.5).extend_iterations is None
+    assert make_policy("ismcts", game, extend_iterations=None).extend_iterations is None
+    assert make_policy("ismcts", game, iterations=30).options["extend_iterations"] is None
+    assert make_policy("ismcts", game, extend_iterations=300).extend_iterations == 300
+    assert make_policy("ismcts:iterations=50,extend_iterations=400", game).extend_iterations == 400
+    for other in ("kentucky_derby", "demolition_derby"):
+        assert make_policy("ismcts", make_game(other)).extend_iterations is None
+    bad = [
+        ({"iterations": 50, "extend_iterations": 40}, "'extend_iterations'.*>= 'iterations'"),
+        ({"max_time": 0.5, "extend_iterations": 40}, "'extend_iterations'"),
+        ({"extend_iterations": 0}, "'extend_iterations'"),
+        ({"settled_share": 0}, "'settled_share'"),
+        ({"settled_share": 1.5}, "'settled_share'"),
+    ]
+    for options, needle in bad:
+        with pytest.raises(InvalidParameterError, match=needle):
+            make_policy("ismcts", game, **options)
