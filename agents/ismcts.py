@@ -55,10 +55,11 @@ by a softmax of the prior's action values (``action_values``) at that temperatur
 
 **Presets.** ``preset="default"`` takes the game's tuned options (:func:`game_defaults`: e.g.
 Kentucky Derby models the other bettors as ``kd_value``, Derby uses ``derby_exchange`` as its
-PUCT prior, models the others as ``derby_exchange`` and values new nodes by the chances to
-win, Demolition Derby plays out with ``dd_greedy`` over about one Derby); ``"plain"``
-is the generic search (random playouts to the end, valued by the game's ``"win"``). Options
-given by name override the preset.
+PUCT prior, models the others as ``derby_exchange``, values new nodes by the chances to win
+and runs 100 simulations, up to 900 where those leave the decision unsettled; Demolition
+Derby plays out with ``dd_greedy`` over about one Derby); ``"plain"`` is the generic search
+(random playouts to the end, valued by the game's ``"win"``). Options given by name override
+the preset.
 
 Budget: ``iterations`` (default per game) and/or ``max_time`` seconds per
 decision (checked between simulations; at least one simulation runs; ``max_time`` alone
@@ -115,7 +116,7 @@ GENERIC: dict[str, Any] = {
 
 def game_defaults(game: Game) -> dict[str, Any]:
     """The tuned options of ``preset="default"`` for ``game`` (measured in docs/search.md:
-    median decision about 0.25 s on the project's loaded 2-core machine)."""
+    median decision 0.06-0.15 s on the project's 2-core machine when quiet)."""
     n = game.num_players
     if game.name == "kentucky_derby":
         # a search against a kd_value field: the others bet as kd_value, kd_value's bet is
