@@ -266,3 +266,18 @@ def test_demolition_derby_simulation_copy_is_independent_and_plays_the_same():
             full.phase,
         )
     assert s.to_dict() == before != full.to_dict()
+
+
+def test_demolition_derby_simulation_copy_keeps_no_views():
+    """A playout never observes: a simulation copy refuses observations and masks instead of
+    serving stale ones (it drops no view caches as it plays)."""
+    from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
+
+    s = DemolitionDerbyGame(num_players=2).new_initial_state(1)
+    c = s.simulation_copy(np.random.default_rng(0))
+    p = c.current_players()[0]
+    with pytest.raises(NotImplementedError, match="no observations"):
+        c.observation(p)
+    with pytest.raises(NotImplementedError, match="no masks"):
+        c.legal_mask(p)
+    assert s.legal_mask(p).any() and s.observation(p).size  # the full state still has them

@@ -141,8 +141,8 @@ def match_static(s: DemolitionDerbyState, f: Filter, c: int, player: int, source
 def static_in_lineup(
     s: DemolitionDerbyState, f: Filter, lineup: list[int], source: int
 ) -> list[int]:
-    """The cards of one lineup that pass ``match_static`` but for the owner test (the
-    caller's: all of a lineup has one owner). One call per lineup, not per card."""
+    """The cards of ``lineup`` (one lineup, or the cards of several) that pass
+    ``match_static`` but for the owner test (the caller's). One call per list, not per card."""
     other, ftt, face, types = f.other, f.this_turn, f.face, f.types
     if not other and ftt is None and face is None and types is None:
         return lineup
@@ -175,21 +175,17 @@ def match(s: DemolitionDerbyState, f: Filter, c: int, player: int, source: int) 
 
 def lineup_cards(s: DemolitionDerbyState, f: Filter, player: int, source: int) -> list[int]:
     """Lineup cards matching ``f`` (``match``), Strengths read once."""
-    out: list[int] = []
-    lo, hi = f.strength_min, f.strength_max
-    st = s.strengths() if lo is not None or hi is not None else None
     owner = f.owner
+    pool = []  # the cards of the lineups the owner test keeps, in seat order
     for q, lineup in enumerate(s.lineups):
-        if not lineup or (owner == "you" and q != player) or (owner == "other" and q == player):
-            continue
-        cards = static_in_lineup(s, f, lineup, source)
-        if st is None:
-            out += cards
-            continue
-        for c in cards:
-            if not ((lo is not None and st[c] < lo) or (hi is not None and st[c] > hi)):
-                out.append(c)
-    return out
+        if not ((owner == "you" and q != player) or (owner == "other" and q == player)):
+            pool += lineup
+    cards = static_in_lineup(s, f, pool, source)  # one call: its tests read no owner
+    lo, hi = f.strength_min, f.strength_max
+    if lo is None and hi is None:
+        return cards
+    st = s.strengths()
+    return [c for c in cards if (lo is None or st[c] >= lo) and (hi is None or st[c] <= hi)]
 
 
 def protectors(s: DemolitionDerbyState) -> list[tuple[int, int, Op]]:

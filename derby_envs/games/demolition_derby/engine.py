@@ -300,6 +300,11 @@ class DemolitionDerbyGame(Game):
         return strength, protect
 
     @cached_property
+    def _standard_deck(self) -> tuple[int, ...]:
+        """``cards.deck_cards(num_players)``: the standard deck of every Derby."""
+        return tuple(self.cards.deck_cards(self.num_players))
+
+    @cached_property
     def _win_if_designs(self) -> frozenset[int]:
         return frozenset(
             d.index
@@ -521,7 +526,7 @@ class DemolitionDerbyState(State):
                     deck += self.rng.choice(by_type[t], size=k, replace=False).tolist()
             deck.sort()
         else:
-            deck = cs.deck_cards(n)
+            deck = list(g._standard_deck)
         self.deck = deck
         order = self.rng.permutation(len(deck)).tolist()
         shuffled = [deck[i] for i in order]
@@ -725,9 +730,8 @@ class DemolitionDerbyState(State):
         return self.lineups[self.owner[c]].index(c)
 
     def _end_turn(self) -> None:
-        for lineup in self.lineups:
-            for c in lineup:
-                self.this_turn[c] = False
+        # only lineup cards are ever "deployed this turn" (saving.check_flags): all cleared
+        self.this_turn = [False] * self.game.cards.num_cards
         strengths_read, protections_read = self.game._reads_this_turn
         if strengths_read:
             self._str = self._scores = self._pub_lineups = None
@@ -1003,7 +1007,25 @@ class DemolitionDerbyState(State):
 
 
 class SimulationState(DemolitionDerbyState):
-    """What :meth:`DemolitionDerbyState.simulation_copy` returns."""
+    """What :meth:`DemolitionDerbyState.simulation_copy` returns: the rules of the full state
+    without its views. A playout reads the fields (and ``pending_task``, ``hand_counts``,
+    ``strengths``, ``projected_scores``), never an observation or a mask, so the views are
+    not kept (nothing to drop when the position changes) and asking for one is an error."""
+
+    def _clear_hand_caches(self) -> None:
+        """No views, nothing to drop (the copy starts without them)."""
+
+    def _clear_level_caches(self) -> None:
+        """No views, nothing to drop."""
+
+    def _touch_private(self, player: int) -> None:
+        """No views, nothing to drop."""
+
+    def _mask(self, player: int) -> np.ndarray:
+        raise NotImplementedError("a simulation copy keeps no masks (use clone())")
+
+    def observation(self, player: int) -> np.ndarray:
+        raise NotImplementedError("a simulation copy keeps no observations (use clone())")
 
     def _start_derby(self) -> None:
         """A Derby ended during a simulated turn is scored at once: dealing the next one is
@@ -1025,16 +1047,18 @@ def _take_design(hand: list[int], d: int, card_design: list[int]) -> int:
 
 
 _fields_clone = DemolitionDerbyState.fields.make_clone(DemolitionDerbyState)
-# the views and the cards-by-hand counts are dropped: a simulation never observes
+# the views and the cards-by-hand counts are dropped (None: a SimulationState has none); the
+# winners lists are replaced when a Derby ends, never changed in place, so they are shared
 _simulation_copy = DemolitionDerbyState.fields.make_copy(
     SimulationState,
-    share=("deck", "unused"),
+    share=("deck", "unused", "last_winners", "final_winners"),
     reset={
         "events": list,
-        "_masks": dict,
-        "_priv": dict,
-        "_priv_base": dict,
+        "_masks": None,
+        "_priv": None,
+        "_priv_base": None,
         "_priv_src": None,
+        "_pub": None,
         "_obs_src": None,
         "_seats": None,
     },
