@@ -32,8 +32,12 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
+# the training configs whose speed against their strongest-heuristic field bench reports
+BENCH_CONFIGS = configs/derby_4p.yaml configs/demolition_derby_2p.yaml \
+	configs/demolition_derby_4p.yaml configs/kentucky_derby_5p.yaml
+
 bench: $(STAMP)
-	$(BIN)/derby-envs bench
+	$(BIN)/derby-envs bench --config $(BENCH_CONFIGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info runs

@@ -74,3 +74,70 @@ def test_bench_refuses_an_unknown_game(capsys):
         main(["bench", "--quick", "--games", "chess"])
     assert e.value.code == 2
     assert "invalid choice: 'chess'" in capsys.readouterr().err
+
+
+_TINY_CONFIG = """\
+name: tiny_dd
+game: demolition_derby
+game_params: {num_players: 2}
+seed: 3
+n_envs: 1
+vec_env: dummy
+ppo: {n_steps: 32, batch_size: 32, n_epochs: 1, net_arch: [16]}
+opponents:
+  pool:
+    - {agent: dd_greedy, weight: 1}
+  self_play: {enabled: true, every: 64}
+evaluation: {every: 0, fields: [random]}
+"""
+
+
+def test_bench_config_times_the_config_against_random_and_its_strongest_field(tmp_path, capsys):
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(_TINY_CONFIG)
+    out = tmp_path / "bench.json"
+    args = ["bench", "--quick", "--no-train", "--seconds", "0.02", "--json", str(out)]
+    assert main([*args, "--games", "kentucky_derby", "--config", str(cfg)]) == 0
+    (row,) = json.loads(out.read_text())["config_training"]
+    assert (row["config"], row["env"], row["players"]) == (str(cfg), "demolition_derby", 2)
+    # the game's strongest heuristic, not the config's own pool or evaluation field
+    assert row["field"] == "dd_tactical"
+    assert (row["vec_env"], row["n_envs"], row["timesteps"]) == ("dummy", 1, 4 * 32)
+    assert row["random_steps_per_s"] > 0 and row["field_steps_per_s"] > 0
+    (pair,) = row["pair_ratios"]  # --quick: one pair
+    assert pair == row["ratio_to_random"]
+    assert abs(pair - row["field_steps_per_s"] / row["random_steps_per_s"]) < 1e-12
+    assert "| MaskablePPO as configured |" in capsys.readouterr().out
+
+
+def test_bench_config_variants_change_only_the_opponents(tmp_path):
+    from training.tools.bench import config_variants
+    from training.train.config import load_config
+
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(_TINY_CONFIG)
+    vs_random, vs_field, field = config_variants(cfg)
+    assert field == "dd_tactical"
+    assert [m.agent for m in vs_random.opponents.pool] == ["random"]
+    assert [m.agent for m in vs_field.opponents.pool] == ["dd_tactical"]
+    original = load_config(cfg)
+    for variant in (vs_random, vs_field):
+        assert not variant.opponents.self_play.enabled
+        assert (variant.ppo, variant.n_envs, variant.vec_env, variant.reward_mode) == (
+            original.ppo,
+            original.n_envs,
+            original.vec_env,
+            original.reward_mode,
+        )
+
+
+def test_bench_config_refuses_bad_configs_before_timing(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    args = ["bench", "--quick", "--no-train", "--seconds", "0.02", "--json", str(out)]
+    assert main([*args, "--config", str(tmp_path / "missing.yaml")]) == 2
+    assert "no such config file" in capsys.readouterr().err
+    rllib = tmp_path / "rllib.yaml"
+    rllib.write_text("backend: rllib\ngame: derby\n")
+    assert main([*args, "--config", str(rllib)]) == 2
+    assert "backend: rllib config" in capsys.readouterr().err
+    assert not out.exists()  # nothing was timed or written

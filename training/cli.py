@@ -104,6 +104,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         seconds=args.seconds,
         train=not args.no_train,
         games=args.games,
+        configs=args.config,
     )
     print()
     print(markdown(result))
@@ -354,6 +355,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="GAME",
         help="only these games (default: all; the PettingZoo references are always timed)",
+    )
+    p.add_argument(
+        "--config",
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="also time MaskablePPO as these training configs train it, against random seats "
+        "and against the game's strongest heuristic (alternated pairs; make bench passes "
+        "the shipped configs)",
     )
     p.add_argument("--json", default="runs/bench.json", help="where to write the JSON result")
     p.set_defaults(func=cmd_bench)

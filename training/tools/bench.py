@@ -22,6 +22,13 @@ Everything is timed in one run on the same machine with the same random-legal-pl
   4p and Kentucky Derby 5p against random seats and against a field of the game's strongest
   heuristic (``ratio_to_random``: the second over the first, same run).
 
+* with ``--config FILE ...``: MaskablePPO as each config trains (its vec env, ``n_envs``, PPO
+  settings and hint, built by the trainer's own ``make_vec_env`` and ``build_fresh_model``),
+  its pool replaced by random seats and then by a field of the game's strongest heuristic,
+  self-play off; the steady rate (after one untimed rollout) of alternated pairs, the ratio
+  the median of the pairs' ratios (``config_training``). ``make bench`` passes the shipped
+  configs.
+
 Figures are medians of ``--repeats`` timed windows of ``--seconds`` each (MaskablePPO: of
 ``min(repeats, 3)`` runs of 8,192 steps). ``--quick`` is a
 seconds-long smoke version (CI runs it).
@@ -318,6 +325,107 @@ def ppo_steps_per_s(make_env: Callable[[], gymnasium.Env], n_envs: int, timestep
     return rate
 
 
+STRONGEST = {g: h for g, _, h in TRAINING_FIELDS}
+
+
+def config_variants(path: str | Path) -> tuple[Any, Any, str]:
+    """A MaskablePPO config as it trains, twice: its opponent pool replaced by random seats,
+    and by a field of the game's strongest heuristic (``STRONGEST``, else the config's first
+    evaluation field); self-play off. Everything else (vec env, ``n_envs``, PPO settings,
+    hint, reward) is the config's. Returns (vs random, vs field, the field's agent)."""
+    from training.train.config import ConfigError, load_config
+    from training.train.rllib_config import is_rllib_config, read_yaml
+
+    if Path(path).is_file() and is_rllib_config(read_yaml(path)):
+        raise ConfigError(
+            f"{str(path)!r} is a backend: rllib config; bench --config times MaskablePPO "
+            "configs (RLlib: python -m training.tools.rllib_bench, docs/scale.md)"
+        )
+    cfg = load_config(path)
+    field = STRONGEST.get(cfg.game) or next(iter(cfg.evaluation.fields), None)
+    if field is None:
+        raise ConfigError(
+            f"{str(path)!r}: no strongest heuristic known for {cfg.game!r}; give the config an "
+            "evaluation field (evaluation.fields)"
+        )
+    out = []
+    for agent in ("random", field):
+        overrides = [
+            f"opponents.pool=[{{agent: {agent}, weight: 1}}]",
+            "opponents.self_play.enabled=false",
+        ]
+        out.append(load_config(path, overrides))
+    return out[0], out[1], field
+
+
+def config_steps_per_s(cfg: Any, timesteps: int) -> float:
+    """Steady MaskablePPO env-steps/s (rollouts and updates) of a model and vec env built as
+    ``derby-envs train`` builds them (``make_vec_env``, ``build_fresh_model``). One untimed
+    rollout first: the vec env's start-up and first-call costs (numba kernels loading in every
+    worker, reported apart as the heuristics' ``first_call_ms``) belong to a run's start,
+    not to its rate."""
+    import tempfile
+
+    import torch
+
+    from training.train.checkpoints import build_fresh_model
+    from training.train.envs import make_vec_env
+
+    torch.set_num_threads(cfg.torch_threads)
+    with tempfile.TemporaryDirectory() as root:
+        vec = make_vec_env(cfg, [], Path(root))
+        try:
+            model = build_fresh_model(cfg, cfg.make_game(), vec, cfg.seed)
+            model.learn(total_timesteps=cfg.n_envs * cfg.ppo.n_steps)
+            start = model.num_timesteps
+            t0 = time.perf_counter()
+            model.learn(total_timesteps=timesteps, reset_num_timesteps=False)
+            return (model.num_timesteps - start) / (time.perf_counter() - t0)
+        finally:
+            vec.close()
+
+
+def config_training_rows(
+    paths: list[str],
+    repeats: int,
+    progress: Callable[[str], None],
+    timesteps: int | None = None,
+) -> list[dict[str, Any]]:
+    """Per config: MaskablePPO env-steps/s against random seats and against the strongest
+    heuristic's field, ``repeats`` alternated pairs (random, then field); the ratio is the
+    median of the pairs' ratios, robust to load that drifts between pairs. ``timesteps``
+    defaults to four rollouts (4 x ``n_envs`` x ``ppo.n_steps``), after one untimed one."""
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        vs_random, vs_field, field = config_variants(path)
+        steps = timesteps or 4 * vs_random.n_envs * vs_random.ppo.n_steps
+        rates: dict[str, list[float]] = {"random": [], field: []}
+        for _ in range(repeats):
+            for name, cfg in (("random", vs_random), (field, vs_field)):
+                rates[name].append(config_steps_per_s(cfg, steps))
+        ratios = [f / r for r, f in zip(rates["random"], rates[field], strict=True)]
+        row = {
+            "config": str(path),
+            "env": vs_random.game,
+            "players": vs_random.make_game().num_players,
+            "vec_env": vs_random.vec_env,
+            "n_envs": vs_random.n_envs,
+            "timesteps": steps,
+            "field": field,
+            "random_steps_per_s": statistics.median(rates["random"]),
+            "field_steps_per_s": statistics.median(rates[field]),
+            "ratio_to_random": statistics.median(ratios),
+            "pair_ratios": ratios,
+        }
+        rows.append(row)
+        progress(
+            f"  config  {path!s:<34} vs random {row['random_steps_per_s']:>7,.0f}  "
+            f"vs {field} {row['field_steps_per_s']:>7,.0f} env-steps/s  "
+            f"ratio {row['ratio_to_random']:.2f}"
+        )
+    return rows
+
+
 def run_bench(
     quick: bool = False,
     repeats: int | None = None,
@@ -325,8 +433,11 @@ def run_bench(
     train: bool = True,
     games: list[str] | None = None,
     progress: Callable[[str], None] = print,
+    configs: list[str] | None = None,
 ) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready result (see the module docstring)."""
+    for path in configs or []:  # a bad config fails now, not after minutes of timing
+        config_variants(path)
     repeats = repeats or (1 if quick else 5)
     seconds = seconds or (0.2 if quick else 1.0)
     games = games or available_games()
@@ -334,6 +445,7 @@ def run_bench(
     rows = random_play_rows(games, repeats, seconds, progress)
     heuristics = heuristic_rows(games, rows, 41 if quick else 401, progress)
     training = ppo_training_rows(games, quick, repeats, progress) if train else []
+    as_configured = config_training_rows(configs or [], min(repeats, 3), progress)
     return {
         "version": derby_envs.__version__,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
@@ -344,6 +456,7 @@ def run_bench(
         "random_play": rows,
         "heuristics": heuristics,
         "ppo_training": training,
+        "config_training": as_configured,
     }
 
 
@@ -508,6 +621,19 @@ def markdown(result: dict[str, Any]) -> str:
                 f"| {t['env']} | {t['players']} | {t['opponents']} | {t['n_envs']} | "
                 f"{t['steps_per_s']:,.0f} | {t['ratio_to_connect_four']:.2f}x | "
                 f"{t['ratio_to_random']:.2f}x |"
+            )
+    if result.get("config_training"):
+        lines += [
+            "",
+            "| MaskablePPO as configured | game | players | vec env | env-steps/s vs random "
+            "| field | env-steps/s vs field | field / random (median of pairs) |",
+            "|---|---|---:|---|---:|---|---:|---:|",
+        ]
+        for c in result["config_training"]:
+            lines.append(
+                f"| {c['config']} | {c['env']} | {c['players']} | {c['vec_env']} x {c['n_envs']} "
+                f"| {c['random_steps_per_s']:,.0f} | {c['field']} | {c['field_steps_per_s']:,.0f} "
+                f"| {c['ratio_to_random']:.2f}x |"
             )
     return "\n".join(lines)
 
