@@ -261,18 +261,16 @@ class DDTactical:
             score -= 8.0
         return score
 
-    @staticmethod
     def _deploy_options(
-        base: DemolitionDerbyState, me: int
+        self, base: DemolitionDerbyState, me: int
     ) -> tuple[list[int], list[list[int]], int] | None:
         """With one pick each: the players still to deploy after my pick in ``base``, the
         designs each can deploy and their count. My pick changes no other hand, so every
         simulated action of a determinization starts its deploys from these."""
         if base.phase != DEPLOY or base.game.picks_per_turn != 1 or me not in base.movers:
             return None
-        cd = base.game.cards.card_design
         movers = [p for p in base.movers if p != me]
-        legals = [sorted({cd[c] for c in base.hands[p]}) for p in movers]
+        legals = [self._legal_designs(base, p) for p in movers]
         return movers, legals, sum(map(len, legals))
 
     def _quick_deploy_all(self, sim: DemolitionDerbyState, rng: np.random.Generator) -> int:

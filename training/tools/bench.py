@@ -341,21 +341,19 @@ def config_variants(path: str | Path) -> tuple[Any, Any, str]:
             f"{str(path)!r} is a backend: rllib config; bench --config times MaskablePPO "
             "configs (RLlib: python -m training.tools.rllib_bench, docs/scale.md)"
         )
-    cfg = load_config(path)
-    field = STRONGEST.get(cfg.game) or next(iter(cfg.evaluation.fields), None)
+
+    def variant(agent: str) -> Any:
+        pool = f"opponents.pool=[{{agent: {agent}, weight: 1}}]"
+        return load_config(path, [pool, "opponents.self_play.enabled=false"])
+
+    vs_random = variant("random")
+    field = STRONGEST.get(vs_random.game) or next(iter(vs_random.evaluation.fields), None)
     if field is None:
         raise ConfigError(
-            f"{str(path)!r}: no strongest heuristic known for {cfg.game!r}; give the config an "
-            "evaluation field (evaluation.fields)"
+            f"{str(path)!r}: no strongest heuristic known for {vs_random.game!r}; give the "
+            "config an evaluation field (evaluation.fields)"
         )
-    out = []
-    for agent in ("random", field):
-        overrides = [
-            f"opponents.pool=[{{agent: {agent}, weight: 1}}]",
-            "opponents.self_play.enabled=false",
-        ]
-        out.append(load_config(path, overrides))
-    return out[0], out[1], field
+    return vs_random, variant(field), field
 
 
 def config_steps_per_s(cfg: Any, timesteps: int) -> float:
@@ -386,18 +384,18 @@ def config_steps_per_s(cfg: Any, timesteps: int) -> float:
 
 
 def config_training_rows(
-    paths: list[str],
+    variants: list[tuple[str, tuple[Any, Any, str]]],
     repeats: int,
     progress: Callable[[str], None],
     timesteps: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Per config: MaskablePPO env-steps/s against random seats and against the strongest
-    heuristic's field, ``repeats`` alternated pairs (random, then field); the ratio is the
-    median of the pairs' ratios, robust to load that drifts between pairs. ``timesteps``
-    defaults to four rollouts (4 x ``n_envs`` x ``ppo.n_steps``), after one untimed one."""
+    """Per (config path, its ``config_variants``): MaskablePPO env-steps/s against random
+    seats and against the strongest heuristic's field, ``repeats`` alternated pairs (random,
+    then field); the ratio is the median of the pairs' ratios, robust to load that drifts
+    between pairs. ``timesteps`` defaults to four rollouts (4 x ``n_envs`` x
+    ``ppo.n_steps``), after one untimed one."""
     rows: list[dict[str, Any]] = []
-    for path in paths:
-        vs_random, vs_field, field = config_variants(path)
+    for path, (vs_random, vs_field, field) in variants:
         steps = timesteps or 4 * vs_random.n_envs * vs_random.ppo.n_steps
         rates: dict[str, list[float]] = {"random": [], field: []}
         for _ in range(repeats):
@@ -436,8 +434,8 @@ def run_bench(
     configs: list[str] | None = None,
 ) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready result (see the module docstring)."""
-    for path in configs or []:  # a bad config fails now, not after minutes of timing
-        config_variants(path)
+    # read now: a bad config fails before minutes of timing, not after
+    variants = [(path, config_variants(path)) for path in configs or []]
     repeats = repeats or (1 if quick else 5)
     seconds = seconds or (0.2 if quick else 1.0)
     games = games or available_games()
@@ -445,7 +443,7 @@ def run_bench(
     rows = random_play_rows(games, repeats, seconds, progress)
     heuristics = heuristic_rows(games, rows, 41 if quick else 401, progress)
     training = ppo_training_rows(games, quick, repeats, progress) if train else []
-    as_configured = config_training_rows(configs or [], min(repeats, 3), progress)
+    as_configured = config_training_rows(variants, min(repeats, 3), progress)
     return {
         "version": derby_envs.__version__,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
