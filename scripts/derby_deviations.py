@@ -11,34 +11,40 @@ Prints the deviations (the recorded move is not derby_exchange's argmax) by kind
 and by tenth of the game, then fits a small classifier "does ISMCTS deviate here?" on four
 fifths of the games and scores it on the fifth left out (five folds, split by game): the
 ranking quality (AUC) and the precision of its most confident held-out calls. A student
-policy can only gain where such calls are mostly right. ``--train-share 0.5`` fits on half of
+policy has to find these decisions (and the better move in them) to gain from them. ``--train-share 0.5`` fits on half of
 each fold's training games (``--seed`` shuffles the games and seeds the fit).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 import numpy as np
 
 
 def _auc(score: np.ndarray, label: np.ndarray) -> float:
-    """Area under the ROC curve (the Mann-Whitney statistic; ties are rare here)."""
-    rank = np.empty(len(score))
-    rank[np.argsort(score, kind="stable")] = np.arange(1, len(score) + 1)
+    """Area under the ROC curve (the Mann-Whitney statistic; tied scores share their mean rank,
+    so the order of the decisions does not matter)."""
+    _, inverse, counts = np.unique(score, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    rank = ((ends - counts + 1 + ends) / 2)[inverse]
     pos = label.astype(bool)
     n1, n0 = int(pos.sum()), int((~pos).sum())
     return float((rank[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
+KINDS = ("first card", "second card", "exchange")
+
+
 def _kind(mask: np.ndarray) -> str:
-    """Derby's action layout: 0-1 the first card choice, 2-4 the second, 5- the exchanges."""
-    if mask[:2].any():
-        return "card 1"
-    if mask[2:5].any() and not mask[5:].any():
-        return "card 2"
-    return "exchange"
+    """Derby's action layout (docs/derby.md): 0-1 the number card, 2-4 the movement card,
+    5 on the exchanges. A player plays its two cards in either order, so the first card
+    choice has both groups legal and the second only one."""
+    if mask[5:].any():
+        return "exchange"
+    return "first card" if mask[:2].any() and mask[2:5].any() else "second card"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,27 +64,34 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--train-share must be in (0, 1], got {args.train_share}")
     if args.steps < 1:
         ap.error(f"--steps must be >= 1, got {args.steps}")
+    if args.folds < 2:
+        ap.error(f"--folds must be >= 2, got {args.folds}")
 
     import torch  # a dependency of stable-baselines3: always installed
 
     try:
         d = np.load(args.data, allow_pickle=False)  # data, never code: no pickles
         obs, masks, moves, episodes = d["obs"], d["masks"], d["actions"], d["episodes"]
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, IndexError) as e:
         ap.error(f"{args.data}: not a pretrain.data recording ({e})")
+    meta = json.loads(str(d["meta"])) if "meta" in d.files else {}
+    if meta and (meta.get("hint"), meta.get("hint_features")) != ("derby_exchange", "values"):
+        ap.error(f"{args.data}: recorded without derby_exchange's value features (hint_features)")
     n_act = masks.shape[1]
     values = np.where(masks, obs[:, -n_act:], -np.inf)
     dev = moves != values.argmax(1)
     choice = masks.sum(1) > 1
+    if dev[choice].all() or not dev[choice].any():
+        ap.error(f"{args.data}: the moves never (or always) differ from derby_exchange's")
     print(
         f"{len(moves):,} decisions, {len(np.unique(episodes))} games, {int(dev.sum())} deviations"
     )
 
     kinds = np.array([_kind(m) for m in masks])
-    for k in ("card 1", "card 2", "exchange"):
+    for k in KINDS:
         sel = kinds == k
         n, n_dev = int(sel.sum()), int(dev[sel].sum())
-        print(f"  {k:9s} {n:6,d} decisions, {n_dev:4d} deviate ({n_dev / max(n, 1):.3f})")
+        print(f"  {k:11s} {n:6,d} decisions, {n_dev:4d} deviate ({n_dev / max(n, 1):.3f})")
     tenth = np.zeros(len(moves), dtype=int)
     for e in np.unique(episodes):
         idx = np.flatnonzero(episodes == e)
@@ -87,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  deviation share by tenth of the game: {shares}")
 
     top2 = np.sort(np.where(masks, obs[:, -n_act:], -1e9), 1)[:, -2:]
-    gap = top2[:, 1] - top2[:, 0]  # how far derby_exchange's runner-up is behind its choice
+    # how far derby_exchange's runner-up is behind its choice, in feature units (2 points = 1,
+    # floored at 0.01); 0 where there is no runner-up
+    gap = np.where(choice, top2[:, 1] - top2[:, 0], 0.0)
     x = np.concatenate([obs, gap[:, None], masks.sum(1, keepdims=True) / n_act], 1)
     x = ((x - x.mean(0)) / (x.std(0) + 1e-6)).astype(np.float32)
     games = np.unique(episodes)
@@ -96,9 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     held = np.zeros(len(moves))
     for fold in np.array_split(games, args.folds):
         test = np.isin(episodes, fold)
-        fit = np.setdiff1d(games, fold)  # in the shuffled order: a share is a random subset
+        fit = games[~np.isin(games, fold)]  # in the shuffled order: a share is a random subset
         train = np.isin(episodes, fit[: max(1, int(len(fit) * args.train_share))])
         xt, yt = torch.tensor(x[train]), torch.tensor(dev[train].astype(np.float32))
+        if not 0 < float(yt.sum()) < len(yt):
+            ap.error("a fold's training games hold no deviation: record more games")
         net = torch.nn.Sequential(
             torch.nn.Linear(x.shape[1], 64), torch.nn.Tanh(), torch.nn.Linear(64, 1)
         )

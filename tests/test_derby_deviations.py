@@ -18,27 +18,37 @@ def _script():
     return mod
 
 
-def _recording(path: Path, learnable: bool) -> int:
+LEGAL = {"first card": range(0, 5), "second card": range(2, 5), "exchange": range(5, 9)}
+
+
+def _recording(path: Path, learnable: bool, late: bool = False) -> dict[str, int]:
     """A synthetic recording: 24 actions, the last 24 observation numbers derby_exchange's
-    values (its choice 0). The recorded move deviates where obs[0] > 1.5 (if learnable) or at
-    random; returns the number of deviations."""
+    values (its choice, the first legal action, 0). Decisions cycle through a first card
+    choice, a second card and an exchange; the recorded move deviates (to the second legal
+    action) where obs[0] > 1.5 (if learnable), in the last fifth of each 30-decision game (if
+    late) or at random. Returns the deviations by kind."""
     rng = np.random.default_rng(0)
     n, base = 3000, 10
     obs = rng.normal(size=(n, base + 24)).astype(np.float32)
     masks = np.zeros((n, 24), dtype=bool)
-    masks[:, 5:9] = True  # exchanges: four options
     values = np.full((n, 24), -1.0, dtype=np.float32)
-    values[:, 5:9] = -rng.random((n, 4))
-    values[np.arange(n), 5] = 0.0  # derby_exchange picks action 5
+    kinds = [list(LEGAL)[i % 3] for i in range(n)]
+    for i, k in enumerate(kinds):
+        legal = list(LEGAL[k])
+        masks[i, legal] = True
+        values[i, legal] = -rng.random(len(legal))
+        values[i, legal[0]] = 0.0
     obs[:, base:] = values
     dev = obs[:, 0] > 1.5 if learnable else rng.random(n) < 0.067
-    actions = np.where(dev, 6, 5)
+    if late:
+        dev = np.arange(n) % 30 >= 24
+    actions = np.array([list(LEGAL[k])[int(d)] for k, d in zip(kinds, dev, strict=True)])
     episodes = np.arange(n) // 30
     np.savez(path, obs=obs, masks=masks, actions=actions, episodes=episodes)
-    return int(dev.sum())
+    return {k: int(dev[[x == k for x in kinds]].sum()) for k in LEGAL}
 
 
-def _report(tmp_path: Path, capsys, learnable: bool) -> tuple[str, int]:
+def _report(tmp_path: Path, capsys, learnable: bool) -> tuple[str, dict[str, int]]:
     data = tmp_path / "rec.npz"
     deviations = _recording(data, learnable)
     assert _script().main([str(data), "--steps", "60"]) == 0
@@ -52,10 +62,12 @@ def _auc(out: str) -> float:
 
 def test_counts_and_finds_a_learnable_rule(tmp_path, capsys):
     out, deviations = _report(tmp_path, capsys, learnable=True)
-    assert f"100 games, {deviations} deviations" in out
-    assert f"exchange   3,000 decisions, {deviations:4d} deviate" in out
+    assert f"100 games, {sum(deviations.values())} deviations" in out
+    for kind, count in deviations.items():
+        assert f"{kind:11s}  1,000 decisions, {count:4d} deviate" in out
     assert _auc(out) > 0.95
-    assert "its 50 most confident held-out calls: 1.000 are deviations" in out
+    line = next(x for x in out.splitlines() if "its 50 most confident" in x)
+    assert float(line.split(": ")[1].split()[0]) >= 0.9  # a learnable rule: mostly right
 
 
 def test_random_deviations_are_not_learnt(tmp_path, capsys):
@@ -63,14 +75,34 @@ def test_random_deviations_are_not_learnt(tmp_path, capsys):
     assert 0.35 < _auc(out) < 0.65
 
 
-def test_bad_input_is_refused(tmp_path, capsys):
+def test_deviations_by_tenth_of_the_game(tmp_path, capsys):
+    data = tmp_path / "rec.npz"
+    _recording(data, learnable=False, late=True)
+    assert _script().main([str(data), "--steps", "1"]) == 0
+    shares = "0.000 " * 8 + "1.000 1.000"
+    assert f"deviation share by tenth of the game: {shares.strip()}" in capsys.readouterr().out
+
+
+def _refused(capsys, *argv) -> str:
     with pytest.raises(SystemExit) as e:
-        _script().main([str(tmp_path / "missing.npz")])
+        _script().main([str(a) for a in argv])
     assert e.value.code == 2
-    assert "not a pretrain.data recording" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        _script().main([str(tmp_path / "missing.npz"), "--train-share", "0"])
-    assert "--train-share must be in (0, 1]" in capsys.readouterr().err
+    return capsys.readouterr().err
+
+
+def test_bad_input_is_refused(tmp_path, capsys):
+    assert "not a pretrain.data recording" in _refused(capsys, tmp_path / "missing.npz")
+    np.save(tmp_path / "array.npy", np.zeros(3))
+    assert "not a pretrain.data recording" in _refused(capsys, tmp_path / "array.npy")
+    data = tmp_path / "rec.npz"
+    _recording(data, learnable=True)
+    assert "--train-share must be in (0, 1]" in _refused(capsys, data, "--train-share", "0")
+    assert "--folds must be >= 2" in _refused(capsys, data, "--folds", "1")
+    z = dict(np.load(data))
+    np.savez(data, **{**z, "actions": z["obs"][:, -24:].argmax(1)})  # never deviates
+    assert "never (or always) differ" in _refused(capsys, data)
+    np.savez(data, **z, meta=np.array('{"hint": "derby_exchange", "hint_features": "action"}'))
+    assert "without derby_exchange's value features" in _refused(capsys, data)
 
 
 def _tie_flip():
