@@ -11,8 +11,9 @@ Prints the deviations (the recorded move is not derby_exchange's argmax) by kind
 and by tenth of the game, then fits a small classifier "does ISMCTS deviate here?" on four
 fifths of the games and scores it on the fifth left out (five folds, split by game): the
 ranking quality (AUC) and the precision of its most confident held-out calls. A student
-policy has to find these decisions (and the better move in them) to gain from them. ``--train-share 0.5`` fits on half of
-each fold's training games (``--seed`` shuffles the games and seeds the fit).
+policy has to find these decisions (and the better move in them) to gain from them.
+``--train-share 0.5`` fits on half of each fold's training games (``--seed`` shuffles the
+games and seeds the fit).
 """
 
 from __future__ import annotations
@@ -20,8 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from derby_envs.games.derby.constants import BLIND, DECLINE, OPEN1, SKIP
 
 
 def _auc(score: np.ndarray, label: np.ndarray) -> float:
@@ -39,12 +45,13 @@ KINDS = ("first card", "second card", "exchange")
 
 
 def _kind(mask: np.ndarray) -> str:
-    """Derby's action layout (docs/derby.md): 0-1 the number card, 2-4 the movement card,
-    5 on the exchanges. A player plays its two cards in either order, so the first card
-    choice has both groups legal and the second only one."""
-    if mask[5:].any():
+    """Derby's action layout (docs/derby.md): PLAY-DECLINE the number card, OPEN1-BLIND the
+    movement card, SKIP on the exchanges. A player plays its two cards in either order, so
+    the first card choice has both groups legal and the second only one."""
+    if mask[SKIP:].any():
         return "exchange"
-    return "first card" if mask[:2].any() and mask[2:5].any() else "second card"
+    number, movement = mask[: DECLINE + 1].any(), mask[OPEN1 : BLIND + 1].any()
+    return "first card" if number and movement else "second card"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     shares = " ".join(f"{dev[tenth == k].mean():.3f}" for k in range(10))
     print(f"  deviation share by tenth of the game: {shares}")
 
-    top2 = np.sort(np.where(masks, obs[:, -n_act:], -1e9), 1)[:, -2:]
+    top2 = np.sort(values, 1)[:, -2:]
     # how far derby_exchange's runner-up is behind its choice, in feature units (2 points = 1,
-    # floored at 0.01); 0 where there is no runner-up
+    # floored at 0.01); 0 where there is no runner-up (its -inf)
     gap = np.where(choice, top2[:, 1] - top2[:, 0], 0.0)
     x = np.concatenate([obs, gap[:, None], masks.sum(1, keepdims=True) / n_act], 1)
     x = ((x - x.mean(0)) / (x.std(0) + 1e-6)).astype(np.float32)

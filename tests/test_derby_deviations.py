@@ -8,14 +8,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "scripts" / "derby_deviations.py"
+_SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("derby_deviations", _PATH)
+def _load(name: str):
+    """A script of scripts/ as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, _SCRIPTS / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _script():
+    return _load("derby_deviations")
 
 
 LEGAL = {"first card": range(0, 5), "second card": range(2, 5), "exchange": range(5, 9)}
@@ -39,9 +44,10 @@ def _recording(path: Path, learnable: bool, late: bool = False) -> dict[str, int
         values[i, legal] = -rng.random(len(legal))
         values[i, legal[0]] = 0.0
     obs[:, base:] = values
-    dev = obs[:, 0] > 1.5 if learnable else rng.random(n) < 0.067
     if late:
         dev = np.arange(n) % 30 >= 24
+    else:
+        dev = obs[:, 0] > 1.5 if learnable else rng.random(n) < 0.067
     actions = np.array([list(LEGAL[k])[int(d)] for k, d in zip(kinds, dev, strict=True)])
     episodes = np.arange(n) // 30
     np.savez(path, obs=obs, masks=masks, actions=actions, episodes=episodes)
@@ -106,12 +112,7 @@ def test_bad_input_is_refused(tmp_path, capsys):
 
 
 def _tie_flip():
-    spec = importlib.util.spec_from_file_location(
-        "derby_tie_flip", _PATH.parent / "derby_tie_flip.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _load("derby_tie_flip")
 
 
 def test_tie_flip_differs_from_derby_exchange_only_at_its_near_ties():
