@@ -17,13 +17,14 @@ policies through :func:`derby_envs.core.policy.choose`.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import UniformRandomPolicy, choose
 
-__all__ = ["Policy", "RandomPolicy", "choose", "legal_actions"]
+__all__ = ["Policy", "RandomPolicy", "choose", "legal_actions", "option_policy"]
 
 
 @runtime_checkable
@@ -41,3 +42,30 @@ class RandomPolicy(UniformRandomPolicy):
 
 def legal_actions(action_mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(action_mask)
+
+
+def option_policy(spec: Any, game: Any, option: str, owner: str) -> Any:
+    """A policy a search is given as an option (``rollout``, ``prior``, ``base``...): a name
+    (with options, ``"derby_exchange:deny=1"``) or a policy object; ``None`` or ``"random"``
+    give ``None``, the search's built-in random play. Another search agent is refused (far too
+    slow inside a search), and so is anything that is not a policy, with an
+    ``InvalidParameterError`` naming ``owner``'s option."""
+    if spec is None or spec == "random":
+        return None
+    if isinstance(spec, str):
+        from agents.registry import is_search, make_policy  # late: the registry imports us
+
+        if is_search(spec, game.name):
+            raise InvalidParameterError(
+                f"{owner} option {option!r}: {spec!r} is a search agent, far too slow inside "
+                "a search; use 'random' or a heuristic"
+            )
+        try:
+            return make_policy(spec, game)
+        except (TypeError, InvalidParameterError) as exc:
+            raise InvalidParameterError(f"{owner} option {option!r}: {exc}") from None
+    if not hasattr(spec, "act") and not hasattr(spec, "act_state"):
+        raise InvalidParameterError(
+            f"{owner} option {option!r}: {spec!r} is neither a policy name nor a policy object"
+        )
+    return spec

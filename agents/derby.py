@@ -33,6 +33,9 @@ the mean on this 2-core machine, ``scripts/time_heuristics.py --only derby_excha
 first decision of a process loads the kernels from numba's cache, ~1 s, or compiles them
 once, ~20-50 s). See "the fast path" below.
 
+``derby_rollout`` is derby_exchange improved by a rollout search late in the game: paired
+playouts of a derby_exchange field decide where to deviate from its move (``agents/search.py``).
+
 For search, :func:`race_outlook` values a full state (a determinization) for every player
 with the same race model: the chance to win, or the expected score.
 """
@@ -1162,10 +1165,47 @@ class DerbyExchange(_DerbyBase):
     exchanges = True
 
 
+def progress(state) -> float:
+    """The share of Derby's turns played (the observation's ``turn``), for search's
+    ``from_progress``."""
+    return state.turn / state.game.total_turns
+
+
+PROGRESS = {"derby": progress}
+
+#: ``derby_rollout``: derby_exchange improved by paired rollouts from 60% of the game on (the
+#: search options of ``agents.search.DeterminizedMCPolicy``; any of them can be overridden)
+ROLLOUT_OPTIONS = {
+    "rollouts": 16,
+    "rollout": "derby_exchange",
+    "base": "derby_exchange",
+    "value_mode": "margin",
+    "z": 2.0,
+    "from_progress": 0.6,
+}
+
+
+def derby_rollout(game, **options):
+    """derby_exchange with a rollout search late in the game (see ``agents/search.py``):
+    from 60% of the turns on, every legal action is played out on the same 16 determinizations
+    by a derby_exchange field, and the move differs from derby_exchange's where another
+    action's mean score margin (own score minus the others' mean) beats it by two standard
+    errors of the paired difference. Needs the state (``act_state``)."""
+    from agents.search import DeterminizedMCPolicy  # late: search imports the registry
+
+    if "rollout_policy" in options:  # its other name: it replaces the preset's rollout
+        options["rollout"] = options.pop("rollout_policy")
+    policy = DeterminizedMCPolicy(game, **{**ROLLOUT_OPTIONS, **options})
+    policy.name = "derby_rollout"
+    return policy
+
+
 POLICIES = {
     "derby_projection": DerbyProjection,
     "derby_exchange": DerbyExchange,
 }
+#: named searches (listed by ``policy_names`` with ``search`` and ``ismcts``, not heuristics)
+SEARCHES = {"derby_rollout": derby_rollout}
 
 
 # ----- a per-player leaf value for search (ISMCTS ``leaf="heuristic"``) ----------------------

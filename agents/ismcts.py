@@ -85,6 +85,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.base import option_policy
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.game import Game, State
 from derby_envs.core.policy import choose
@@ -200,12 +201,9 @@ def _leaf_function(game: Game, leaf: str) -> Any:
     ``state -> every player's chance to win`` (``agents.<game>.LEAF_VALUES``)."""
     if leaf == "returns":
         return None
-    import importlib
+    from agents.registry import game_table  # late: the registry imports this module
 
-    try:
-        table = getattr(importlib.import_module(f"agents.{game.name}"), "LEAF_VALUES", {})
-    except ModuleNotFoundError:
-        table = {}
+    table = game_table(game.name, "LEAF_VALUES")
     if game.name not in table:
         raise InvalidParameterError(
             f"ismcts option 'leaf': {game.name} has no heuristic leaf value; allowed: 'returns'"
@@ -247,23 +245,8 @@ def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
 
 
 def _resolve(spec: Any, game: Game, what: str) -> Any:
-    """A policy from a name or object; ``None``/``"random"`` mean the built-in random fast path."""
-    if spec is None or spec == "random":
-        return None
-    if isinstance(spec, str):
-        if spec in ("ismcts", "search"):
-            raise InvalidParameterError(
-                f"ismcts option {what!r}: {spec!r} is a search agent, far too slow inside a "
-                "search; use 'random' or a heuristic"
-            )
-        from agents.registry import make_policy  # late: the registry imports this module
-
-        return make_policy(spec, game)
-    if not hasattr(spec, "act") and not hasattr(spec, "act_state"):
-        raise InvalidParameterError(
-            f"ismcts option {what!r}: {spec!r} is neither a policy name nor a policy object"
-        )
-    return spec
+    """A policy option from a name or object; ``None``/``"random"``: the random fast path."""
+    return option_policy(spec, game, what, "ismcts")
 
 
 class _Random:
@@ -313,6 +296,8 @@ class ISMCTSPolicy:
 
     name = "ismcts"
     needs_state = True
+    #: ``root_statistics`` gives root visit counts (``pretrain.targets: visits``)
+    root_visits = True
 
     def __init__(
         self,

@@ -8,7 +8,9 @@ registered later (a plugin, the tests' toy game) gets its agents; by default it 
 ``agents.<game>`` (``agents/kentucky_derby.py``, ``agents/derby.py``,
 ``agents/demolition_derby.py``).
 Game-independent agents: ``random``, ``search`` (determinized Monte Carlo) and ``ismcts``
-(information-set MCTS).
+(information-set MCTS). A module's ``SEARCHES`` (same form) are named settings of those
+searches, such as Derby's ``derby_rollout``: listed and made like the others, but not among
+the game's heuristics (``game_policies``), which benchmarks time and play offers by default.
 """
 
 from __future__ import annotations
@@ -48,10 +50,27 @@ def game_module(game_name: str) -> ModuleType | None:
         return None
 
 
+def game_table(game_name: str, table: str) -> dict[str, Any]:
+    """A table of a game's agents module (``POLICIES``, ``SEARCHES``, ``LEAF_VALUES``,
+    ``PROGRESS``); empty without the module or the table."""
+    module = game_module(game_name)
+    return dict(getattr(module, table, {})) if module is not None else {}
+
+
 def game_policies(game_name: str) -> dict[str, Callable[..., Any]]:
     """A game's own named policies (``POLICIES`` of its agents module; empty without one)."""
-    module = game_module(game_name)
-    return dict(getattr(module, "POLICIES", {})) if module is not None else {}
+    return game_table(game_name, "POLICIES")
+
+
+def game_searches(game_name: str) -> dict[str, Callable[..., Any]]:
+    """A game's named searches (``SEARCHES`` of its agents module; empty without one)."""
+    return game_table(game_name, "SEARCHES")
+
+
+def is_search(name: str, game_name: str) -> bool:
+    """Whether ``name`` (or a ``name:options`` spec) names a search agent for the game."""
+    base = name.partition(":")[0]
+    return base in ("search", "ismcts", "openspiel_ismcts") or base in game_searches(game_name)
 
 
 def _search_factory(game, **kwargs):
@@ -82,7 +101,10 @@ def policy_names(game_name: str) -> list[str]:
     ``openspiel_ismcts`` (OpenSpiel's own ISMCTS bot, with the ``openspiel`` extra) is not
     listed: ``make_policy`` and tournaments take it by name, but it is a yardstick for the
     cross-check, not one of the suite's agents."""
-    return ["random", *sorted(game_policies(game_name)), "search", "ismcts"]
+    return [
+        "random", *sorted(game_policies(game_name)), "search", "ismcts",
+        *sorted(game_searches(game_name)),
+    ]  # fmt: skip
 
 
 def make_policy(name: str, game: Any, **kwargs: Any):
@@ -104,7 +126,7 @@ def make_policy(name: str, game: Any, **kwargs: Any):
         return _ismcts_factory(game, **kwargs)
     if name == "openspiel_ismcts" and _has_openspiel():
         return _openspiel_ismcts_factory(game, **kwargs)
-    factories = game_policies(game.name)
+    factories = {**game_policies(game.name), **game_searches(game.name)}
     if name not in factories:
         raise InvalidParameterError(
             f"unknown agent {name!r} for {game.name}; available: {', '.join(policy_names(game.name))}"

@@ -22,7 +22,11 @@ def _cases():
 def test_every_agent_finishes_games_with_legal_moves(game_name, agent):
     game = make_game(game_name)
     # search agents with their smallest budgets: this test is about legality, not strength
-    small = {"search": {"rollouts": 1}, "ismcts": {"iterations": 4}}
+    small = {
+        "search": {"rollouts": 1},
+        "ismcts": {"iterations": 4},
+        "derby_rollout": {"rollouts": 2},
+    }
     policy = make_policy(agent, game, **small.get(agent, {}))
     rng = np.random.default_rng(0)
     for seed in range(1 if agent in small else 3):

@@ -1,4 +1,5 @@
-"""scripts/derby_deviations.py and derby_tie_flip.py: the Derby studies count and compare right."""
+"""scripts/derby_deviations.py, derby_tie_flip.py and derby_rollout_gains.py: the Derby studies
+count and compare right."""
 
 from __future__ import annotations
 
@@ -142,3 +143,86 @@ def test_tie_flip_cli(capsys):
     with pytest.raises(SystemExit):
         _tie_flip().main(["--deals", "0"])
     assert "--deals must be >= 1" in capsys.readouterr().err
+
+
+def _gains_recording(n: int, planted: float, seed: int = 0) -> dict[str, np.ndarray]:
+    """Synthetic rollout samples: base move 0, actions 0-2 legal (a first card choice), each
+    playout's margin N(0, 3) for every action, plus ``planted`` for action 1 in every other
+    decision: a real gain there, pure noise everywhere else."""
+    rng = np.random.default_rng(seed)
+    samples = np.full((n, 16, 24), np.nan)
+    samples[:, :, :3] = rng.normal(0, 3, (n, 16, 3))
+    samples[::2, :, 1] += planted
+    games = np.arange(n) // 10
+    return {"samples": samples, "base": np.zeros(n, np.int64), "games": games,
+            "games_played": np.asarray(n // 10)}  # fmt: skip
+
+
+def test_rollout_gains_are_scored_on_the_other_half():
+    script = _load("derby_rollout_gains")
+    noise = _gains_recording(4000, 0.0)
+    chosen, gain = script.picks(noise["samples"], noise["base"], 1.0)
+    picked = chosen >= 0
+    assert 0.1 < picked.mean() < 0.4  # noise alone gets picked often ...
+    g = gain[picked]
+    assert abs(g.mean()) < 3 * g.std() / np.sqrt(g.size)  # ... and gains nothing elsewhere
+    real = _gains_recording(4000, 4.0)
+    chosen, gain = script.picks(real["samples"], real["base"], 2.0)
+    good = chosen[::2] == 1
+    assert good.mean() > 0.6  # the planted gain is found where it is
+    assert abs(gain[::2][good].mean() - 4.0) < 0.3  # and measured on the other half
+    table = script.report(real)
+    assert "4,000 decisions searched in 400 games, 16 determinizations each" in table
+    assert "| 2 |" in table and "picked at first card" in table
+
+
+def test_rollout_gains_cli(tmp_path, capsys):
+    script = _load("derby_rollout_gains")
+    out = tmp_path / "gains.npz"
+    assert script.main(["--games", "1", "--rollouts", "4", "--from-progress", "0.9",
+                        "--out", str(out)]) == 0  # fmt: skip
+    first = capsys.readouterr().out
+    assert "decisions searched in 1 games, 4 determinizations each" in first
+    assert script.main(["--load", str(out)]) == 0
+    assert capsys.readouterr().out == first  # the recording gives the same table
+    assert script.main(["--load", str(out), str(out)]) == 0  # two recordings as one
+    assert "decisions searched in 2 games" in capsys.readouterr().out
+    for argv, needle in (
+        (["--rollouts", "5"], "even and >= 4"),
+        (["--games", "0"], "--games"),
+        (["--seed", "-1"], "--seed"),
+        (["--from-progress", "2"], "--from-progress"),
+        (["--from-progress", "0.5", "--to-progress", "0.4"], "0 <= from < to <= 1"),
+        (["--out", str(tmp_path / "x.pkl")], "must end in .npz"),
+        (["--load", str(tmp_path / "missing.npz")], "not an .npz file"),
+    ):
+        with pytest.raises(SystemExit):
+            script.main(argv)
+        assert needle in capsys.readouterr().err
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, other=np.zeros(3))
+    with pytest.raises(SystemExit):
+        script.main(["--load", str(bad)])
+    assert "not a recording of this script" in capsys.readouterr().err
+    good = _gains_recording(40, 1.0)
+    for change, needle in (
+        ({"base": np.full(40, 30)}, "out of range"),
+        ({"base": np.full(40, 5)}, "no playouts"),
+        ({"base": np.zeros(40)}, "one integer per decision"),
+        ({"samples": good["samples"][:, :2]}, ">= 4 rollouts"),
+        ({"games_played": np.asarray(1)}, "games_played"),
+        ({k: v[:0] for k, v in good.items() if k != "games_played"}, "no decision was searched"),
+    ):
+        np.savez(bad, **{**good, **change})
+        with pytest.raises(SystemExit):
+            script.main(["--load", str(bad)])
+        assert needle in capsys.readouterr().err, needle
+    np.savez(bad, **{**good, "samples": good["samples"][:, :8]})
+    with pytest.raises(SystemExit):
+        script.main(["--load", str(bad), str(out)])  # 8 rollouts and 4
+    assert "different numbers of rollouts" in capsys.readouterr().err
+    np.save(tmp_path / "arr.npy", np.zeros(3))
+    (tmp_path / "arr.npy").rename(tmp_path / "arr.npz")
+    with pytest.raises(SystemExit):
+        script.main(["--load", str(tmp_path / "arr.npz")])
+    assert "not a recording of this script" in capsys.readouterr().err

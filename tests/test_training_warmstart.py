@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from agents.registry import make_policy
 from derby_envs.registry import make_game
 from training.train import train
 from training.train.config import ConfigError, config_from_dict
@@ -123,8 +124,11 @@ def test_moves_targets_fit_the_experts_moves(tmp_path):
 
 def test_bad_pretrain_settings_are_named(tmp_path):
     data = tmp_path / "data.npz"
-    with pytest.raises(ConfigError, match=r"'pretrain\.targets': 'visits' needs a search agent"):
+    needle = r"'pretrain\.targets': 'visits' needs a tree search agent"
+    with pytest.raises(ConfigError, match=needle):
         config_from_dict(expert_raw(tmp_path / "x", data, agent="derby_exchange", params={}))
+    with pytest.raises(ConfigError, match=needle):  # a flat search counts no visits
+        config_from_dict(expert_raw(tmp_path / "x", data, agent="derby_rollout", params={}))
     with pytest.raises(ConfigError, match=r"'pretrain\.params': .*iteration"):
         config_from_dict(expert_raw(tmp_path / "x", data, params={"iteration": 3}))
     with pytest.raises(
@@ -159,3 +163,20 @@ def test_bad_pretrain_settings_are_named(tmp_path):
     ):
         config_from_dict(expert_raw(tmp_path / "x", data))
     assert not (tmp_path / "x").exists()  # no run directory for a refused config
+
+
+def test_a_flat_search_expert_gives_its_own_move():
+    """``expert_decision`` with a flat search (no root visits): the move it plays, one-hot."""
+    from training.train.warmstart import expert_decision
+
+    from .test_search import late_positions
+
+    game = make_game("derby", num_players=4)
+    expert = make_policy("derby_rollout", game, rollouts=2, z=0.0)
+    for s in late_positions(game, 7, 3):
+        p = s.current_players()[0]
+        mask = s.legal_mask(p)
+        a, target = expert_decision(expert, s, p, mask, np.random.default_rng(4), soft=True)
+        stats = expert.root_statistics(s, p, np.random.default_rng(4))
+        assert a == stats["action"] and mask[a]
+        assert target[a] == 1.0 and target.sum() == 1.0

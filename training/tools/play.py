@@ -221,9 +221,9 @@ def new_seed() -> int:
 def default_agents(game_name: str) -> list[str]:
     """The game's heuristics (else random): the default opponents and watch lineup (the search
     agents think for a tenth of a second or more per move: named on request only)."""
-    from agents.registry import policy_names
+    from agents.registry import is_search, policy_names
 
-    names = [n for n in policy_names(game_name) if n not in ("random", "search", "ismcts")]
+    names = [n for n in policy_names(game_name) if n != "random" and not is_search(n, game_name)]
     return names or ["random"]
 
 

@@ -557,8 +557,8 @@ def check_pretrain_agent(cfg: TrainConfig, game: Any, names: list[str]) -> None:
 
 
 def check_pretrain_params(cfg: TrainConfig, game: Any, names: list[str]) -> None:
-    """``pretrain.params`` are options the agent accepts; ``visits`` targets need a search
-    agent; a ``pretrain.data`` file that exists was recorded for this config."""
+    """``pretrain.params`` are options the agent accepts; ``visits`` targets need a tree
+    search agent (``root_visits``); a ``pretrain.data`` file that exists was recorded for this config."""
     pc = cfg.pretrain
     if pc.agent is None:
         return
@@ -575,9 +575,9 @@ def check_pretrain_params(cfg: TrainConfig, game: Any, names: list[str]) -> None
         from training.evaluation.tournament import load_agent
 
         expert = load_agent(pc.agent, game)
-    if pc.targets == "visits" and not hasattr(expert, "root_statistics"):
+    if pc.targets == "visits" and not getattr(expert, "root_visits", False):
         raise ConfigError(
-            f"config key 'pretrain.targets': 'visits' needs a search agent (ismcts), got "
+            f"config key 'pretrain.targets': 'visits' needs a tree search agent (ismcts), got "
             f"{pc.agent!r}; use targets: moves"
         )
     if pc.data is not None:

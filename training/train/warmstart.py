@@ -107,7 +107,8 @@ def expert_decision(
     expert: Any, state: Any, seat: int, mask: np.ndarray, rng: np.random.Generator, soft: bool
 ) -> tuple[int, np.ndarray]:
     """The expert's move and its target distribution over actions: the root visit shares of a
-    search (``soft`` and the expert has ``root_statistics``) or the one-hot of its move."""
+    tree search (``soft`` and the expert's ``root_statistics`` has ``visits``) or the one-hot
+    of its move (a flat search's ``root_statistics`` names the move it plays)."""
     from derby_envs.core.policy import choose
 
     target = np.zeros(mask.size, np.float32)
@@ -116,6 +117,10 @@ def expert_decision(
         a = int(legal[0])
     elif soft and hasattr(expert, "root_statistics"):
         st = expert.root_statistics(state, seat, rng)
+        if "visits" not in st:  # the flat search: its move
+            a = int(st["action"])
+            target[a] = 1.0
+            return a, target
         acts = np.asarray(st["actions"])
         visits, values = np.asarray(st["visits"], float), np.asarray(st["values"], float)
         # the search's own final choice (``final="visits"``): most visits, ties by the mean
