@@ -189,6 +189,10 @@ class DeterminizedMCPolicy:
             out["action"] = int(legal[0])
             return out
         base = None if self.base is None else choose(self.base, state, player, rng)
+        if base is not None and base not in legal:  # before any playout is spent on it
+            raise InvalidParameterError(
+                f"search option 'base': its move {base} is not legal here; legal: {legal}"
+            )
         if self._progress is not None and self._progress(state) < self.from_progress:
             out["action"] = int(base)
             return out
@@ -200,10 +204,6 @@ class DeterminizedMCPolicy:
                 out["values"] = means.tolist()
                 out["action"] = self._best(legal, means, rng)
                 return out
-            if base not in legal:
-                raise InvalidParameterError(
-                    f"search option 'base': its move {base} is not legal here; legal: {legal}"
-                )
             i0 = legal.index(base)
             d = V - V[:, i0 : i0 + 1]
             means, se = d.mean(0), d.std(0, ddof=1) / math.sqrt(len(V))
