@@ -23,7 +23,9 @@ It prints, per ``z``, how often a deviation is picked, its gain on the other hal
 standard error, in margin points) and the gain per game, and where the picks fall (the first
 card choice of a turn, the second card, the exchange).
 
-``--out`` writes the recording (a plain ``.npz``); ``--load`` reads one or more instead of
+``--out`` writes the recording (a plain ``.npz``; with each searched decision it keeps what
+the seat saw, ``obs``, derby_exchange's ``values`` and ``progress``, the inputs of
+``scripts/derby_gain_fit.py``); ``--load`` reads one or more instead of
 playing (recorded with different ``--seed``: their games are counted apart; no pickles: data,
 never code).
 """
@@ -34,6 +36,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,12 +58,13 @@ def record(
     games: int, seed: int, rollouts: int, share: float, play: str, until: float = 1.0
 ) -> dict[str, np.ndarray]:
     """Searched decisions: ``samples`` (decisions x rollouts x 24 actions, NaN where not
-    legal), ``base`` (derby_exchange's action), ``games`` (the game of each decision) and
-    ``games_played``."""
+    legal), ``base`` (derby_exchange's action), ``games`` (the game of each decision),
+    ``games_played``, and per decision the seat's observation ``obs``, derby_exchange's
+    ``values`` of every action and the share of turns played (``progress``)."""
     game = make_game("derby", num_players=4)
     base = make_policy("derby_exchange", game)
     search = make_policy("derby_rollout", game, rollouts=rollouts, from_progress=share)
-    samples, bases, which = [], [], []
+    samples, bases, which, obs, values, share_played = [], [], [], [], [], []
     t0 = time.perf_counter()
     for g in range(games):
         state = game.new_initial_state(seed * 100_003 + g)
@@ -76,6 +80,11 @@ def record(
                 samples.append(row)
                 bases.append(a)
                 which.append(g)
+                # what the seat saw and derby_exchange's values: inputs for a student
+                o = np.array(state.observation(p), np.float32)
+                obs.append(o)
+                values.append(base.action_values(o, state.legal_mask(p)))
+                share_played.append(progress(state))
                 if play == "search":
                     a = st["action"]
             state.apply_action(p, a)
@@ -87,6 +96,9 @@ def record(
         "base": np.asarray(bases, np.int64),
         "games": np.asarray(which, np.int64),
         "games_played": np.asarray(games, np.int64),
+        "obs": np.asarray(obs, np.float32).reshape(len(bases), game.observation_size),
+        "values": np.asarray(values, np.float64).reshape(len(bases), game.num_actions),
+        "progress": np.asarray(share_played, np.float64),
     }
 
 
@@ -127,6 +139,26 @@ def check(data: dict[str, np.ndarray]) -> str | None:
     if np.asarray(data["games_played"]).ndim or int(data["games_played"]) < len(np.unique(games)):
         return "games_played must be a count of at least the games with a searched decision"
     return None
+
+
+def read_recording(path: Path, fields: tuple[str, ...], check: Any) -> dict[str, np.ndarray]:
+    """One ``.npz`` recording's ``fields``, then ``check(part)`` (None or what is wrong);
+    raises ValueError naming the file. No pickles: a recording is data, never code."""
+    if path.suffix != ".npz" or not path.is_file():
+        raise ValueError(f"{path} is not an .npz file")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            part = {k: f[k] for k in fields}
+    except KeyError as exc:
+        raise ValueError(
+            f"{path} lacks {exc}: not a recording of this script, or of an older version"
+        ) from exc
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{path} is not a recording of this script ({exc})") from exc
+    problem = check(part)
+    if problem is not None:
+        raise ValueError(f"{path}: {problem}")
+    return part
 
 
 def merge(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -181,21 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--load", type=Path, nargs="+", help="read recordings instead of playing")
     args = ap.parse_args(argv)
     if args.load is not None:
-        parts = []
-        for path in args.load:
-            if path.suffix != ".npz" or not path.is_file():
-                ap.error(f"--load: {path} is not an .npz file")
-            try:
-                with np.load(path, allow_pickle=False) as f:  # data, never code: no pickles
-                    part = {k: f[k] for k in FIELDS}
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                ap.error(f"--load: {path} is not a recording of this script ({exc})")
-            problem = check(part)
-            if problem is not None:
-                ap.error(f"--load: {path}: {problem}")
-            parts.append(part)
         try:
-            data = merge(parts)
+            data = merge([read_recording(path, FIELDS, check) for path in args.load])
         except ValueError as exc:
             ap.error(f"--load: {exc}")
     else:

@@ -226,3 +226,169 @@ def test_rollout_gains_cli(tmp_path, capsys):
     with pytest.raises(SystemExit):
         script.main(["--load", str(tmp_path / "arr.npz")])
     assert "not a recording of this script" in capsys.readouterr().err
+
+
+def _student_recording(n: int, planted: float, seed: int = 0) -> dict[str, np.ndarray]:
+    """``_gains_recording`` with what the seat saw: random observations, derby_exchange
+    preferring its move (0) by 0.1 points; ``planted`` is added to action 1's playouts where
+    observation entry 5 is above 0.5 (a rule a student can read), or nowhere (0)."""
+    rng = np.random.default_rng(seed + 1)
+    data = _gains_recording(n, 0.0, seed)
+    data["obs"] = rng.random((n, 357)).astype(np.float32)
+    data["samples"][:, :, 1] += planted * (data["obs"][:, 5] > 0.5)[:, None]
+    values = np.full((n, 24), -np.inf)
+    values[:, :3] = [0.0, -0.1, -0.1]
+    data["values"], data["progress"] = values, np.full(n, 0.7)
+    return data
+
+
+def _gain_rows(out: str) -> dict[float, tuple[float, float]]:
+    """tau -> (share deviating, gain per game) from derby_gain_fit's table."""
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 4 and cells[0].replace(".", "").isdigit():
+            rows[float(cells[0])] = (float(cells[1]), float(cells[3]))
+    return rows
+
+
+def test_gain_student_finds_a_readable_gain_and_not_noise(tmp_path, capsys):
+    script = _load("derby_gain_fit")
+    for planted, name in ((3.0, "real"), (0.0, "noise")):
+        np.savez(tmp_path / f"{name}.npz", **_student_recording(1500, planted))
+        argv = [str(tmp_path / f"{name}.npz"), "--inputs", "both", "--epochs", "15"]
+        assert script.main(argv) == 0
+        out = capsys.readouterr().out
+        assert "1,500 decisions in 150 games, 3,000 alternative actions" in out
+        rows = _gain_rows(out)
+        assert set(rows) == set(script.TAUS)
+        if planted:
+            # half the decisions hold +3 at action 1 (15 points a game of 10 decisions): a
+            # student reading entry 5 gets nearly all of it; it gains more where it is surer
+            gains = [rows[t][1] for t in script.TAUS]
+            assert gains[0] > 0.8 * 15 and gains[-1] > 0
+            assert rows[2.0][0] < rows[0.0][0]
+        else:
+            assert all(abs(g) < 1.0 for _, g in rows.values())  # nothing to find
+    assert "the rollout search (z=2 on half the playouts" in out
+
+
+def test_derived_features_read_the_race():
+    script = _load("derby_gain_fit")
+    from agents.registry import make_policy
+    from derby_envs.core.policy import choose
+    from derby_envs.registry import make_game
+
+    game = make_game("derby", num_players=4)
+    start = game.new_initial_state(3)
+    f = script.derived_features(np.stack([start.observation(p) for p in range(4)]))
+    assert f.shape == (4, 9 * 3 + 1 + 3 + 3)
+    assert np.allclose(f[:, :9], 1 / 9)  # at the start every horse shares first place
+    assert np.allclose(f[:, 28:], 0)  # no opponent's ticket is known yet
+    # along games of derby_exchange: the engine's places and scores, as the observation shows
+    base = make_policy("derby_exchange", game)
+    checked = known = 0
+    for seed in range(2):
+        state = game.new_initial_state(seed)
+        while not state.is_terminal():
+            obs = np.stack([state.observation(p) for p in range(4)])
+            f = script.derived_features(obs)
+            assert np.allclose(f[:, :9] * 9, state.horse_places())
+            assert np.allclose(f[:, 27] * 40, state.scores())
+            # an opponent's known tickets: those the seat tracked (observation), scored now
+            for p in range(4):
+                opp = np.rint(obs[p, game.observation_slices["opp_tickets"]].reshape(3, 9, 2)
+                              * [9, game.max_profit])  # fmt: skip
+                places = np.asarray(state.horse_places())
+                want = ((opp[..., 0] >= places) & (opp[..., 0] > 0)) * opp[..., 1]
+                assert np.allclose(f[p, 28:31] * 40, want.sum(1))
+                known += int((opp[..., 0] > 0).sum())
+            checked += 1
+            q = state.current_players()[0]
+            state.apply_action(q, choose(base, state, q, None))
+    assert checked > 200 and known > 0
+
+
+def test_gain_student_refuses_bad_input(tmp_path, capsys):
+    script = _load("derby_gain_fit")
+    good = _student_recording(40, 0.0)
+    old = tmp_path / "old.npz"
+    np.savez(old, **{k: good[k] for k in ("samples", "base", "games", "games_played")})
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **{**good, "progress": np.zeros(3)})
+    ok = tmp_path / "ok.npz"
+    np.savez(ok, **good)
+    for argv, needle in (
+        ([str(ok), str(ok)], "the same deals loaded twice"),
+        ([str(ok), "--weight-decay", "nan"], "--weight-decay"),
+        ([str(ok), "--train-share", "0.01"], "fewer than 2 training games"),
+        ([str(old)], "or of an older version"),
+        ([str(bad)], "one row per decision"),
+        ([str(tmp_path / "missing.npz")], "not an .npz file"),
+        ([str(ok), "--train-share", "0"], "--train-share"),
+        ([str(ok), "--hidden", "0"], "--hidden"),
+        ([str(ok), "--folds", "1"], "--folds"),
+    ):
+        with pytest.raises(SystemExit):
+            script.main(argv)
+        assert needle in capsys.readouterr().err, needle
+
+
+def test_rollout_gains_recording_holds_what_the_seat_saw(tmp_path):
+    script = _load("derby_rollout_gains")
+    data = script.record(1, 0, 4, 0.9, "base")
+    n = len(data["base"])
+    assert n > 0 and data["obs"].shape == (n, 357) and data["values"].shape == (n, 24)
+    assert (data["progress"] >= 0.9).all()
+    rows = np.arange(n)
+    assert np.isfinite(data["values"][rows, data["base"]]).all()  # derby_exchange's move
+    assert (
+        data["values"][rows, data["base"]]
+        >= np.nanmax(np.where(np.isnan(data["samples"][:, 0]), -np.inf, data["values"]), 1)
+    ).all()
+
+
+def test_value_fit_reads_a_score_the_features_hold(tmp_path, capsys):
+    script = _load("derby_value_fit")
+    data = script.record(12, 5, 0.45)
+    n = len(data["margin"])
+    assert n > 0 and data["obs"].shape == (n, 357) and (data["progress"] >= 0.45).all()
+    assert abs(data["margin"].reshape(-1, 4).sum(1)).max() < 1e-4  # four views of one state
+    # the own score now is one of the derived features: a ridge on them recovers it
+    own_now = _load("derby_gain_fit").derived_features(data["obs"])[:, 27] * 40
+    out = tmp_path / "s.npz"
+    np.savez(out, **{**data, "margin": own_now.astype(np.float32)})
+    assert script.main(["--load", str(out), "--epochs", "1"]) == 0
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if line.startswith("| ridge"))
+    assert all(float(c) > 0.95 for c in row.strip("|").split("|")[1:])
+    assert "the raw MLP on its own training games" in table
+    with pytest.raises(SystemExit):
+        script.main(["--load", str(out), str(out)])
+    assert "the same deals loaded twice" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script.main(["--load", str(out), "--out", str(tmp_path / "o.npz")])
+    assert "needs no --load" in capsys.readouterr().err
+
+
+def test_value_fit_cli_refuses_bad_input(tmp_path, capsys):
+    script = _load("derby_value_fit")
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, obs=np.zeros((3, 357)), margin=np.zeros(3), progress=np.zeros(2),
+             games=np.zeros(3, np.int64))  # fmt: skip
+    few = tmp_path / "few.npz"
+    np.savez(few, obs=np.zeros((3, 357)), margin=np.zeros(3), progress=np.zeros(3),
+             games=np.zeros(3, np.int64))  # fmt: skip
+    for argv, needle in (
+        (["--games", "5"], "--games must be >= 10"),
+        (["--from-progress", "1"], "--from-progress"),
+        (["--epochs", "0"], "--epochs"),
+        (["--out", str(tmp_path / "x.pkl")], "must end in .npz"),
+        (["--load", str(bad)], "one number per position"),
+        (["--load", str(few)], "fewer than 5 games"),
+        (["--load", str(tmp_path / "none.npz")], "not an .npz file"),
+        (["--games", "10", "--from-progress", "0.9999"], "no position was kept"),
+    ):
+        with pytest.raises(SystemExit):
+            script.main(argv)
+        assert needle in capsys.readouterr().err, needle
