@@ -41,11 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import derby_rollout_gains as gains
 
+from derby_envs.games.derby.constants import NUM_HORSES
 from derby_envs.registry import make_game
 
 STUDENT_FIELDS = ("obs", "values", "progress")
 TAUS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
 GAP_CAP = 5.0  # ticket points: derby_exchange's values relative to its move, clipped
+SCORE_SCALE = 40.0  # ticket points: scores as features, about 1 at a good final score
 
 
 def derived_features(obs: np.ndarray) -> np.ndarray:
@@ -56,10 +58,11 @@ def derived_features(obs: np.ndarray) -> np.ndarray:
     Only the observation is read (what the seat may know)."""
     game = make_game("derby", num_players=4)
     sl, pmax = game.observation_slices, game.max_profit
-    n, h = len(obs), 9
+    n, h = len(obs), NUM_HORSES
     places = np.rint(obs[:, sl["places"]] * h)
     pos = obs[:, sl["positions"]]
     done = places > 0
+    # the engine's final_places, over rows at once (the tests compare it with horse_places)
     ahead = ((pos[:, None, :] > pos[:, :, None]) & ~done[:, None, :]).sum(2)
     rank = np.where(done, places, done.sum(1, keepdims=True) + 1 + ahead)
     # tickets are (threshold / 9, profit / max_profit) pairs (derby/observer.py)
@@ -69,8 +72,9 @@ def derived_features(obs: np.ndarray) -> np.ndarray:
     opp = obs[:, sl["opp_tickets"]].reshape(n, -1, h, 2)
     othr, oprof = np.rint(opp[..., 0] * h), np.rint(opp[..., 1] * pmax)
     omet = (rank[:, None, :] <= othr) & (othr > 0)
-    cols = [rank / h, met, np.clip(thr - rank, -h, h) / h, (prof * met).sum(1)[:, None] / 40,
-            (oprof * omet).sum(2) / 40, (othr > 0).sum(2) / h]  # fmt: skip
+    own_now, opp_now = (prof * met).sum(1)[:, None], (oprof * omet).sum(2)
+    cols = [rank / h, met, np.clip(thr - rank, -h, h) / h, own_now / SCORE_SCALE,
+            opp_now / SCORE_SCALE, (othr > 0).sum(2) / h]  # fmt: skip
     return np.concatenate(cols, 1).astype(np.float32)
 
 
