@@ -31,6 +31,11 @@ With ``hint_features: values`` (``derby_meta["hint_features"]``) the appended pa
 the hint agent's :func:`value_features` (one per action; agents with ``action_values``, e.g. the
 Derby heuristics), which ``agents.residual.ResidualMaskablePolicy`` turns into a prior on its
 logits; such a network also runs in numpy here.
+
+**Observation features** (``observation_features`` in the training config,
+``derby_meta["observation_features"]``): a feature set of :mod:`agents.features`, computed
+from the observation alone and inserted after it, before any hint part. The network's input is
+then ``[observation, features, hint part]``.
 """
 
 from __future__ import annotations
@@ -84,10 +89,11 @@ class PPOPolicy:
         hint: Any = None,
         hint_features: str = "action",
         prior_dim: int = 0,
+        features: Any = None,
     ) -> None:
         self._layers = layers
         self._torch_policy = torch_policy
-        self.observation_size = observation_size  # the network's input size (hint included)
+        self.observation_size = observation_size  # the network's input (features, hint included)
         self.num_actions = num_actions
         self.deterministic = deterministic
         self.name = name
@@ -95,6 +101,7 @@ class PPOPolicy:
         self.hint = hint
         self.hint_features = hint_features
         self._prior_dim = prior_dim  # numpy residual actor: the head also reads these inputs
+        self.features = features  # agents.features.ObservationFeatures or None
         # choose() asks for the state when the hint agent needs it
         self.needs_state = bool(getattr(hint, "needs_state", False))
 
@@ -112,7 +119,7 @@ class PPOPolicy:
                 recorded game) do not match ``game``.
         """
         ckpt = read_checkpoint(path)
-        hint, hint_features, expected = _check_fit(
+        hint, hint_features, features, expected = _check_fit(
             ckpt.source, ckpt.meta, ckpt.observation_shape, ckpt.num_actions, game
         )
         return cls(
@@ -126,6 +133,7 @@ class PPOPolicy:
             hint=hint,
             hint_features=hint_features,
             prior_dim=ckpt.prior_dim,
+            features=features,
         )
 
     @classmethod
@@ -150,7 +158,9 @@ class PPOPolicy:
                 f"{source} has action space {act_space}, expected Discrete({game.num_actions})"
             )
         shape = tuple(getattr(model.observation_space, "shape", ()) or ())
-        hint, hint_features, expected = _check_fit(source, meta, shape, int(act_space.n), game)
+        hint, hint_features, features, expected = _check_fit(
+            source, meta, shape, int(act_space.n), game
+        )
         layers = _numpy_actor(model.policy)
         prior_dim = int(getattr(model.policy.mlp_extractor, "prior_dim", 0) or 0)
         return cls(
@@ -164,6 +174,7 @@ class PPOPolicy:
             hint=hint,
             hint_features=hint_features,
             prior_dim=prior_dim,
+            features=features,
         )
 
     # ----- acting ---------------------------------------------------------------------
@@ -201,30 +212,40 @@ class PPOPolicy:
                     f"{self.name}: its hint agent needs the game state; call act_state (the "
                     "tournament and the envs do so through derby_envs.core.policy.choose)"
                 )
-            observation = self.hinted(observation, action_mask, rng)
-        return self._act_full(observation, action_mask, rng)
+            return self._act_full(self.hinted(observation, action_mask, rng), action_mask, rng)
+        return self._act_full(self.featured(observation), action_mask, rng)
+
+    def featured(self, network_input: np.ndarray, width: int | None = None) -> np.ndarray:
+        """The observation features inserted after the first ``width`` numbers (the game's
+        observation; default: all of the input), if the network reads any."""
+        if self.features is None:
+            return network_input
+        return self.features.append(network_input, width)
 
     def hinted(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
-        """The network's input: the observation followed by the hint part."""
+        """The network's input: the observation, its features (if any), the hint part."""
         if self.hint_features == "values":
-            return with_values(observation, self.hint, action_mask)
-        h = int(self.hint.act(observation, action_mask, rng))
-        return with_hint(observation, h, self.num_actions)
+            x = with_values(observation, self.hint, action_mask)
+        else:
+            h = int(self.hint.act(observation, action_mask, rng))
+            x = with_hint(observation, h, self.num_actions)
+        return self.featured(x, len(observation))
 
     def act_state(self, state: Any, player: int, rng: np.random.Generator) -> int:
         """Decide from the engine state (only when the hint agent needs it)."""
         observation = state.observation(player)
         action_mask = state.legal_mask(player)
         if self.hint is None:
-            return self._act_full(observation, action_mask, rng)
+            return self._act_full(self.featured(observation), action_mask, rng)
         if self.hint_features == "values":
             return self._act_full(self.hinted(observation, action_mask, rng), action_mask, rng)
         from derby_envs.core.policy import choose
 
         h = choose(self.hint, state, player, rng)
-        return self._act_full(with_hint(observation, h, self.num_actions), action_mask, rng)
+        x = self.featured(with_hint(observation, h, self.num_actions), len(observation))
+        return self._act_full(x, action_mask, rng)
 
     def _act_full(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
@@ -299,9 +320,10 @@ def _check_fit(
     obs_shape: tuple[int, ...],
     num_actions: int,
     game: Game,
-) -> tuple[Any, str, int]:
-    """Check a network (input shape, action count, recorded game and hint) against ``game``;
-    returns (hint agent or None, hint features, the network's input size)."""
+) -> tuple[Any, str, Any, int]:
+    """Check a network (input shape, action count, recorded game, hint and observation
+    features) against ``game``; returns (hint agent or None, hint features, observation
+    features or None, the network's input size)."""
     recorded = meta.get("game")
     if recorded is not None and recorded != game.name:
         raise CheckpointError(
@@ -322,17 +344,30 @@ def _check_fit(
                 f"{source} uses the value features of {meta['hint']!r}, which has no "
                 "action_values()"
             )
-    expected = game.observation_size + (game.num_actions if hint is not None else 0)
+    features = None
+    if meta.get("observation_features"):
+        from agents.features import FeatureError, ObservationFeatures
+
+        try:
+            features = ObservationFeatures(game, meta["observation_features"])
+        except FeatureError as exc:
+            raise CheckpointError(f"{source} reads observation features: {exc}") from None
+    expected = (
+        game.observation_size
+        + (features.size if features is not None else 0)
+        + (game.num_actions if hint is not None else 0)
+    )
+    extras = [w for w, on in (("features", features), ("hint", hint)) if on is not None]
     if tuple(obs_shape) != (expected,) or int(num_actions) != game.num_actions:
         trained = f" (trained with parameters {meta.get('params')})" if meta.get("params") else ""
         raise CheckpointError(
             f"{source} expects observations of shape {tuple(obs_shape)} and {int(num_actions)} "
             f"actions{trained}, but {game.name} with parameters {game.params} has observations "
-            f"of shape ({expected},){' with its hint' if hint is not None else ''} and "
+            f"of shape ({expected},){' with its ' + ' and '.join(extras) if extras else ''} and "
             f"{game.num_actions} actions: it was trained for another game, player count or "
             "option set"
         )
-    return hint, (hint_features if hint is not None else "action"), expected
+    return hint, (hint_features if hint is not None else "action"), features, expected
 
 
 # ----- the safe checkpoint reader ---------------------------------------------------------------
@@ -671,7 +706,10 @@ def _derby_meta(data: dict[str, Any], bad: Bad) -> dict[str, Any]:
     meta = data.get("derby_meta") or {}
     if not isinstance(meta, dict) or ":serialized:" in meta:
         raise bad("derby_meta is not plain JSON")
-    for key, kinds in (("game", str), ("hint", str), ("hint_features", str), ("params", dict)):
+    for key, kinds in (
+        ("game", str), ("hint", str), ("hint_features", str), ("observation_features", str),
+        ("params", dict),
+    ):  # fmt: skip
         if meta.get(key) is not None and not isinstance(meta[key], kinds):
             raise bad(f"derby_meta[{key!r}] = {meta[key]!r} is not a {kinds.__name__}")
     return meta

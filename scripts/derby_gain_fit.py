@@ -41,41 +41,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import derby_rollout_gains as gains
 
-from derby_envs.games.derby.constants import NUM_HORSES
+from agents.features import derby_derived
 from derby_envs.registry import make_game
 
 STUDENT_FIELDS = ("obs", "values", "progress")
 TAUS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
 GAP_CAP = 5.0  # ticket points: derby_exchange's values relative to its move, clipped
-SCORE_SCALE = 40.0  # ticket points: scores as features, about 1 at a good final score
 
 
 def derived_features(obs: np.ndarray) -> np.ndarray:
-    """Rows of Derby observations -> what a raw-input MLP finds hard to compute: per horse its
-    place if the race ended now (finished horses keep theirs; the others follow by position,
-    ties sharing), whether that fulfils the own ticket, the margin to its threshold; the own
-    score now and each opponent's from its known tickets, and how many of them are known.
-    Only the observation is read (what the seat may know)."""
-    game = make_game("derby", num_players=4)
-    sl, pmax = game.observation_slices, game.max_profit
-    n, h = len(obs), NUM_HORSES
-    places = np.rint(obs[:, sl["places"]] * h)
-    pos = obs[:, sl["positions"]]
-    done = places > 0
-    # the engine's final_places, over rows at once (the tests compare it with horse_places)
-    ahead = ((pos[:, None, :] > pos[:, :, None]) & ~done[:, None, :]).sum(2)
-    rank = np.where(done, places, done.sum(1, keepdims=True) + 1 + ahead)
-    # tickets are (threshold / 9, profit / max_profit) pairs (derby/observer.py)
-    own = obs[:, sl["own_tickets"]].reshape(n, h, 2)
-    thr, prof = np.rint(own[..., 0] * h), np.rint(own[..., 1] * pmax)
-    met = (rank <= thr) & (thr > 0)
-    opp = obs[:, sl["opp_tickets"]].reshape(n, -1, h, 2)
-    othr, oprof = np.rint(opp[..., 0] * h), np.rint(opp[..., 1] * pmax)
-    omet = (rank[:, None, :] <= othr) & (othr > 0)
-    own_now, opp_now = (prof * met).sum(1)[:, None], (oprof * omet).sum(2)
-    cols = [rank / h, met, np.clip(thr - rank, -h, h) / h, own_now / SCORE_SCALE,
-            opp_now / SCORE_SCALE, (othr > 0).sum(2) / h]  # fmt: skip
-    return np.concatenate(cols, 1).astype(np.float32)
+    """Rows of 4-player Derby observations -> ``agents.features.derby_derived`` (each horse's
+    place if the race ended now, the own tickets that fulfils and by how much, the own and the
+    known opponents' scores now; the observation only)."""
+    return derby_derived(make_game("derby", num_players=4), obs)
 
 
 def distinct_games(obs: np.ndarray, games: np.ndarray) -> bool:

@@ -321,3 +321,61 @@ def test_missing_smoke_configs_are_generated(tmp_path):
     assert yaml.safe_load(smoke_yaml(new)) == smoke_config(new)
     assert load_smoke(new, tmp_path) == smoke_config(new)
     assert write_missing(tmp_path, [keep, new]) == []
+
+
+def test_training_with_observation_features(tmp_path):
+    """observation_features: derived (with the residual hint last and a warm start): the
+    training env inserts the features after the observation, the checkpoint records the set,
+    the loaded policy computes them itself (its logits equal the live network's on the training
+    env's observations), the critic's warm-start fit is logged, and resume keeps the set."""
+    import torch
+
+    from agents.features import ObservationFeatures
+    from training.train import make_env
+
+    raw = tiny(
+        "derby",
+        tmp_path / "f",
+        total_timesteps=256,
+        hint="derby_exchange",
+        hint_features="values",
+        observation_features="derived",
+        pretrain={"agent": "derby_exchange", "steps": 300, "epochs": 2, "holdout": 3},
+        **{"ppo.residual_scale": 20.0, "ppo.n_epochs": 1},
+    )
+    config = config_from_dict(raw)
+    summary = train(config, progress=False)
+    assert "value_explained_variance" in summary["pretrain"]
+    assert summary["pretrain"]["holdout_value_explained_variance"] is not None
+    game = make_game("derby", num_players=4)
+    feats = ObservationFeatures(game, "derived")
+    policy = PPOPolicy.load(tmp_path / "f" / "final.zip", game)
+    assert policy.meta["observation_features"] == "derived"
+    assert policy.observation_size == game.observation_size + feats.size + game.num_actions
+    env = make_env(config, [], str(tmp_path / "f"))
+    obs, _ = env.reset(seed=5)
+    n = game.observation_size
+    base = env.unwrapped
+    raw_obs = base.game_state.observation(base.seat)
+    assert obs.shape == env.observation_space.shape and env.observation_space.contains(obs)
+    assert np.array_equal(obs[:n], raw_obs)
+    assert np.allclose(obs[n : n + feats.size], feats(raw_obs))
+    assert obs[n + feats.size :].max() == 0.0  # the hint's value features stay last
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO.load(tmp_path / "f" / "final.zip", device="cpu")
+    mask = base.action_masks()
+    with torch.no_grad():
+        dist = model.policy.get_distribution(torch.as_tensor(obs[None]), action_masks=mask[None])
+        live = dist.distribution.logits.numpy()[0]
+    mine = np.where(
+        mask, policy.logits(policy.hinted(raw_obs, mask, np.random.default_rng(0))), -np.inf
+    )
+    live = np.where(mask, live, -np.inf)
+    assert np.allclose(mine - mine.max(), live - live.max(), atol=1e-4)
+    # resuming with another feature set is refused; with the same one it goes on
+    with pytest.raises(ConfigError, match="observation_features"):
+        train(config_from_dict({**raw, "observation_features": None, "total_timesteps": 512}),
+              resume=True, progress=False)  # fmt: skip
+    assert train(config_from_dict({**raw, "total_timesteps": 512}), resume=True,
+                 progress=False)["steps"] >= 512  # fmt: skip

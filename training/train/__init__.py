@@ -14,7 +14,14 @@ from training.train.checkpoints import (
     save_model_atomic,
     verify_checkpoint,
 )
-from training.train.envs import HintWrapper, PoolWrapper, env_class, make_env, make_vec_env
+from training.train.envs import (
+    FeaturesWrapper,
+    HintWrapper,
+    PoolWrapper,
+    env_class,
+    make_env,
+    make_vec_env,
+)
 from training.train.eval_log import EVAL_FIELDS, evaluate_policy
 from training.train.export import export_policy
 from training.train.plot import write_curve_svg
@@ -23,6 +30,7 @@ from training.train.trainer import Trainer, stop_on_sigterm, train
 
 __all__ = [
     "EVAL_FIELDS",
+    "FeaturesWrapper",
     "HintWrapper",
     "PoolWrapper",
     "RunDir",

@@ -242,6 +242,11 @@ class TrainConfig(RunConfig):
         "what of the hint agent is appended: the one-hot of its choice, or its value of every "
         "action (agents with action_values, e.g. the Derby heuristics)",
     )
+    observation_features: str | None = schema_field(
+        None,
+        "a feature set computed from the learner's observation alone and appended to it, "
+        "before any hint part (agents/features.py; Derby: derived; null = none)",
+    )
     learner_seat: int | None = schema_field(
         None, "fixed learner seat (null = random seat every episode)", low=0
     )
@@ -534,6 +539,20 @@ def check_hint(cfg: TrainConfig, game: Any, names: list[str]) -> None:
             )
 
 
+def check_observation_features(cfg: TrainConfig, game: Any, names: list[str]) -> None:
+    if cfg.observation_features is None:
+        return
+    from agents.features import FEATURE_SETS
+
+    sets = FEATURE_SETS.get(game.name, {})
+    if cfg.observation_features not in sets:
+        hint = did_you_mean(cfg.observation_features, list(sets))
+        raise ConfigError(
+            f"config key 'observation_features': got {cfg.observation_features!r}{hint}, "
+            f"expected null or a feature set of {game.name}: {', '.join(sets) or 'none'}"
+        )
+
+
 def check_residual_scale(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     if cfg.ppo.residual_scale is not None and (cfg.hint is None or cfg.hint_features != "values"):
         raise ConfigError(
@@ -643,6 +662,7 @@ CROSS_CHECKS = (
     check_learner_seat,
     check_batch_size,
     check_hint,
+    check_observation_features,
     check_residual_scale,
     check_pretrain_agent,
     check_pretrain_params,

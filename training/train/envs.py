@@ -1,5 +1,5 @@
 """The learner's training environments: the game's Gymnasium view with the opponent pool in the
-other seats, the optional hint features, and the vectorised copies MaskablePPO steps.
+other seats, the optional observation and hint features, and the vectorised copies MaskablePPO steps.
 
 The learner plays the game's Gymnasium single-agent view (:class:`SingleAgentEnv`) in a random
 seat every episode; the other seats are :class:`training.train.pool.PoolSeat` objects drawing
@@ -81,6 +81,26 @@ class HintWrapper(gymnasium.ObservationWrapper):
         return with_hint(observation, h, self.num_actions)
 
 
+class FeaturesWrapper(gymnasium.ObservationWrapper):
+    """Inserts an observation feature set (:mod:`agents.features`) after the game's observation
+    and before any hint part, which stays last (the residual policy reads it there)."""
+
+    def __init__(self, env: Any, features: Any) -> None:
+        super().__init__(env)
+        self.features = features
+        self.width = int(env.unwrapped.observation_space.shape[0])  # the game's own part
+        low, high = env.observation_space.low, env.observation_space.high
+        w = self.width
+        self.observation_space = gymnasium.spaces.Box(
+            low=np.concatenate([low[:w], features.low, low[w:]]),
+            high=np.concatenate([high[:w], features.high, high[w:]]),
+            dtype=np.float32,
+        )
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return self.features.append(observation, self.width)
+
+
 def build_pool(config: Any, game: Any, snapshots: list[dict], root: Path) -> OpponentPool:
     """The opponent pool of a config's ``opponents`` section (MaskablePPO's TrainConfig and
     RLlib's RLlibTrainConfig share it)."""
@@ -115,6 +135,10 @@ def make_env(config: TrainConfig, snapshots: list[dict], root: str) -> Any:
         from agents.registry import make_policy
 
         env = HintWrapper(env, make_policy(config.hint, game), config.hint_features)
+    if config.observation_features is not None:
+        from agents.features import ObservationFeatures
+
+        env = FeaturesWrapper(env, ObservationFeatures(game, config.observation_features))
     return Monitor(PoolWrapper(env, pool))
 
 

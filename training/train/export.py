@@ -69,6 +69,7 @@ def export_policy(
         "seed": config.get("seed"),
         "hint": meta.get("hint"),
         "hint_features": meta.get("hint_features"),
+        "observation_features": meta.get("observation_features"),
         "config": config,
         "training_evaluation": {
             field: [r for r in res["rows"]]

@@ -26,8 +26,8 @@ from training.train.pool import pool_state, read_pool_file, snapshot_path
 
 # Keys that fix the shape or meaning of the network: a resumed run must keep them.
 FROZEN_ON_RESUME = (
-    "game", "game_params", "reward_mode", "hint", "hint_features", "ppo.net_arch",
-    "ppo.activation", "ppo.residual_scale"
+    "game", "game_params", "reward_mode", "hint", "hint_features", "observation_features",
+    "ppo.net_arch", "ppo.activation", "ppo.residual_scale"
 )  # fmt: skip
 
 

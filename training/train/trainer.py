@@ -177,6 +177,7 @@ class Trainer:
             "reward_mode": self.config.reward_mode or self.game.reward_modes[0],
             "hint": self.config.hint,
             "hint_features": self.config.hint_features,
+            "observation_features": self.config.observation_features,
             "run": self.config.run_name,
             "seed": self.config.seed,
             "steps": int(model.num_timesteps),

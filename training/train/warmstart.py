@@ -1,6 +1,6 @@
 """Warm start (``pretrain``): before the first PPO update the learner imitates an agent playing
 its seat (actor: cross-entropy on its moves, or on a search agent's root visit distribution;
-critic: the returns it obtained).
+critic: the returns it obtained; the log gives the critic's explained variance, held out too).
 
 With ``pretrain.agent: ismcts`` this is one round of expert iteration (Anthony et al. 2017,
 "Thinking Fast and Slow with Deep Learning and Tree Search"; Silver et al. 2017): the search
@@ -27,8 +27,10 @@ from training.train.envs import make_env
 
 #: arrays of a recorded-decisions file (one row per learner decision)
 DATA_ARRAYS = ("obs", "masks", "actions", "targets", "returns", "episodes")
-#: recording: the data file is rewritten after every this many episodes
-SAVE_EVERY_EPISODES = 20
+#: recording: the data file is rewritten after an episode once this many seconds have passed
+#: since the last write (each write holds all decisions so far: a fixed episode count made
+#: fast experts spend most of their time rewriting the file)
+SAVE_EVERY_SECONDS = 30.0
 
 
 def data_meta(config: TrainConfig, game: Any) -> dict[str, Any]:
@@ -40,6 +42,7 @@ def data_meta(config: TrainConfig, game: Any) -> dict[str, Any]:
         "params": game.params,
         "hint": config.hint,
         "hint_features": config.hint_features,
+        "observation_features": config.observation_features,
         "reward_mode": config.reward_mode,
         "gamma": config.ppo.gamma,
         "agent": pc.agent,
@@ -146,7 +149,8 @@ def record_expert(
     ``pretrain.agent`` in the learner's seat of a training env: observations, masks, moves,
     target distributions (a search's visit shares whatever ``pretrain.targets`` says, so that
     one file serves both kinds of targets), discounted returns and episode numbers. With
-    ``save_to`` the data so far is written there every :data:`SAVE_EVERY_EPISODES` episodes."""
+    ``save_to`` the data so far is written there at the end and after the first episode that
+    ends :data:`SAVE_EVERY_SECONDS` after the last write."""
     from training.evaluation.tournament import load_agent
 
     pc = config.pretrain
@@ -169,7 +173,7 @@ def record_expert(
     rewards: list[float] = []
     episode = first_episode
     obs, _ = env.reset(seed=config.seed + 1_000_003 + first_episode)
-    t0 = time.perf_counter()
+    t0 = last_save = time.perf_counter()
     while True:
         mask = base.action_masks()
         a, target = expert_decision(expert, base.game_state, base.seat, mask, rng, soft=True)
@@ -184,8 +188,9 @@ def record_expert(
         rewards = []
         episode += 1
         done = have + len(rows["actions"]) >= pc.steps
-        if save_to is not None and (done or (episode - first_episode) % SAVE_EVERY_EPISODES == 0):
+        if save_to is not None and (done or time.perf_counter() - last_save >= SAVE_EVERY_SECONDS):
             write_data(save_to, _stack(rows, old), meta)
+            last_save = time.perf_counter()
             n = have + len(rows["actions"])
             log(f"pretrain: {n:,}/{pc.steps:,} decisions of {pc.agent} recorded "
                 f"({time.perf_counter() - t0:.0f} s this session) -> {save_to}")  # fmt: skip
@@ -258,7 +263,26 @@ def clone(model: Any, data: dict[str, np.ndarray], config: TrainConfig) -> dict[
     out["holdout_accuracy"] = float(same[held].mean()) if has_held else float("nan")
     # the same score of the policy before the fit (a residual policy: its hint agent's moves)
     out["holdout_accuracy_before"] = float(before[held].mean()) if has_held else float("nan")
+    # the critic's fit of the returns, as sb3 logs it (explained variance)
+    values = _values(policy, X)
+    out["value_explained_variance"] = explained_variance(values[fit], data["returns"][fit])
+    out["holdout_value_explained_variance"] = (
+        explained_variance(values[held], data["returns"][held]) if has_held else float("nan")
+    )
     return out
+
+
+def explained_variance(predicted: np.ndarray, actual: np.ndarray) -> float:
+    """1 - Var(actual - predicted) / Var(actual) (NaN when the returns do not vary)."""
+    var = float(np.var(actual))
+    return float("nan") if var == 0 else 1.0 - float(np.var(actual - predicted)) / var
+
+
+def _values(policy: Any, X: Any) -> np.ndarray:
+    import torch
+
+    with torch.no_grad():
+        return policy.predict_values(X).flatten().numpy()
 
 
 def _agrees(policy: Any, X: Any, M: Any, A: Any) -> np.ndarray:
@@ -311,6 +335,12 @@ def pretrain(
         f"pretrain: imitated {pc.agent} ({pc.targets}) on {n:,} decisions (recorded in "
         f"{collect_s:.0f} s): the policy's most probable move is {pc.agent}'s in "
         f"{fit['accuracy']:.1%} of the fitted ones{held}"
+    )
+    ev = fit["holdout_value_explained_variance"]
+    log(
+        f"pretrain: the critic explains {fit['value_explained_variance']:.3f} of the returns' "
+        "variance on the fitted decisions"
+        + ("" if np.isnan(ev) else f", {ev:.3f} on the held-out episodes")
     )
     return {
         "agent": pc.agent,

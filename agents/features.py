@@ -1,0 +1,138 @@
+"""Observation features: numbers computed from a seat's observation alone, for a learner to read.
+
+A raw observation can hold what matters in a form a small network does not learn to read from
+the data it gets: in Derby, whether a ticket pays needs the horse's rank among the others
+compared with the ticket's threshold, and an MLP of PPO's size on the raw observation explains
+none of the final margin on held-out games (``scripts/derby_value_fit.py``, docs/training.md).
+A *feature set* computes such numbers from the observation only (so it leaks nothing the seat
+does not know); the training option ``observation_features`` appends them to the learner's
+observation, the checkpoint records the set's name, and ``agents.ppo.PPOPolicy`` computes the
+same features at every decision.
+
+=====================  ==========================================================================
+game / set             features (in this order)
+=====================  ==========================================================================
+``derby`` /            per horse (9 each): its place if the race ended now (finished horses keep
+``derived``            theirs, the others follow by position, ties sharing; / 9); whether that
+                       fulfils the own ticket of its colour (0/1); the margin to that ticket's
+                       threshold (threshold - place, clipped to +-9, / 9). Then the own score if
+                       the race ended now (/ 40), each opponent's score from its tickets the seat
+                       knows (/ 40, one per opponent in seat order after the own) and how many of
+                       its tickets the seat knows (/ 9). Size 27 + 1 + 2 (players - 1).
+=====================  ==========================================================================
+
+A new set is a function ``(game, observations) -> features`` (rows in, rows out, float32) and a
+bounds function, registered in :data:`FEATURE_SETS` under the game's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from derby_envs.core.errors import DerbyEnvsError
+from derby_envs.games.derby.constants import NUM_HORSES
+
+#: Derby ticket points: scores as features, about 1 at a good final score
+DERBY_SCORE_SCALE = 40.0
+
+
+class FeatureError(DerbyEnvsError, ValueError):
+    """An unknown feature set, or one that does not exist for the game."""
+
+
+def derby_derived(game: Any, obs: np.ndarray) -> np.ndarray:
+    """Rows of Derby observations -> the ``derived`` features (module table)."""
+    obs = np.asarray(obs, np.float32)
+    sl, pmax = game.observation_slices, game.max_profit
+    n, h = len(obs), NUM_HORSES
+    places = np.rint(obs[:, sl["places"]] * h)
+    pos = obs[:, sl["positions"]]
+    done = places > 0
+    # the engine's final_places, over rows at once (the tests compare it with horse_places)
+    ahead = ((pos[:, None, :] > pos[:, :, None]) & ~done[:, None, :]).sum(2)
+    rank = np.where(done, places, done.sum(1, keepdims=True) + 1 + ahead)
+    # tickets are (threshold / 9, profit / max_profit) pairs (derby/observer.py)
+    own = obs[:, sl["own_tickets"]].reshape(n, h, 2)
+    thr, prof = np.rint(own[..., 0] * h), np.rint(own[..., 1] * pmax)
+    met = (rank <= thr) & (thr > 0)
+    opp = obs[:, sl["opp_tickets"]].reshape(n, -1, h, 2)
+    othr, oprof = np.rint(opp[..., 0] * h), np.rint(opp[..., 1] * pmax)
+    omet = (rank[:, None, :] <= othr) & (othr > 0)
+    own_now, opp_now = (prof * met).sum(1)[:, None], (oprof * omet).sum(2)
+    cols = [rank / h, met, np.clip(thr - rank, -h, h) / h, own_now / DERBY_SCORE_SCALE,
+            opp_now / DERBY_SCORE_SCALE, (othr > 0).sum(2) / h]  # fmt: skip
+    return np.concatenate(cols, 1).astype(np.float32)
+
+
+def _derby_derived_bounds(game: Any) -> tuple[np.ndarray, np.ndarray]:
+    h, opp = NUM_HORSES, game.num_players - 1
+    top = h * game.max_profit / DERBY_SCORE_SCALE  # every ticket of a hand paying its most
+    low = np.concatenate([np.zeros(2 * h), -np.ones(h), np.zeros(1 + 2 * opp)])
+    high = np.concatenate([np.ones(3 * h), np.full(1 + opp, top), np.ones(opp)])
+    return low.astype(np.float32), high.astype(np.float32)
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """A named feature set of one game: ``compute(game, rows)`` and ``bounds(game)``, the
+    (low, high) arrays every feature stays within (their length is the set's width)."""
+
+    name: str
+    doc: str
+    compute: Callable[[Any, np.ndarray], np.ndarray]
+    bounds: Callable[[Any], tuple[np.ndarray, np.ndarray]]
+
+
+#: game name -> set name -> FeatureSet
+FEATURE_SETS: dict[str, dict[str, FeatureSet]] = {
+    "derby": {
+        "derived": FeatureSet(
+            "derived",
+            "places if the race ended now, fulfilled tickets, margins, scores now",
+            derby_derived,
+            _derby_derived_bounds,
+        )
+    },
+}
+
+
+class ObservationFeatures:
+    """A feature set bound to one game: ``features(observation)`` for one row or a batch."""
+
+    def __init__(self, game: Any, name: str) -> None:
+        self.name = name
+        self.game = game
+        self._set = feature_set(game.name, name)
+        self.low, self.high = self._set.bounds(game)
+        self.size = len(self.low)
+
+    def __call__(self, observation: np.ndarray) -> np.ndarray:
+        x = np.asarray(observation, np.float32)
+        if x.ndim == 1:
+            return self._set.compute(self.game, x[None])[0]
+        return self._set.compute(self.game, x)
+
+    def append(self, observation: np.ndarray, width: int | None = None) -> np.ndarray:
+        """``observation`` with the features of its first ``width`` numbers (default: all of
+        it) inserted after them: the network's input keeps the hint part last."""
+        x = np.asarray(observation, np.float32)
+        w = x.shape[-1] if width is None else width
+        return np.concatenate([x[..., :w], self(x[..., :w]), x[..., w:]], axis=-1)
+
+    def __repr__(self) -> str:
+        return f"ObservationFeatures({self.game.name!r}, {self.name!r})"
+
+
+def feature_set(game_name: str, name: str) -> FeatureSet:
+    """The feature set ``name`` of a game; a :class:`FeatureError` naming those there are."""
+    sets = FEATURE_SETS.get(game_name, {})
+    if name not in sets:
+        have = ", ".join(sets) or "none"
+        raise FeatureError(
+            f"no observation feature set {name!r} for {game_name} (this version has: {have})"
+        )
+    return sets[name]
