@@ -179,8 +179,15 @@ class PPOPolicy:
 
     # ----- acting ---------------------------------------------------------------------
     def logits(self, observation: np.ndarray) -> np.ndarray:
-        """Unmasked action logits (float64) for one observation or a batch."""
+        """Unmasked action logits (float64) for one network input or a batch
+        (:meth:`network_input` builds it from an observation)."""
         x = np.asarray(observation, dtype=np.float32)
+        if x.shape[-1:] != (self.observation_size,):
+            raise ValueError(
+                f"{self.name}: the network reads {self.observation_size} numbers (the "
+                "observation, then its features and hint part if it was trained with them: "
+                f"network_input() builds them), got an input of shape {x.shape}"
+            )
         if self._layers is not None:
             inputs, last = x, len(self._layers) - 1
             for i, (w, b, act) in enumerate(self._layers):
@@ -197,7 +204,8 @@ class PPOPolicy:
         return out.reshape(*x.shape[:-1], self.num_actions)
 
     def action_probabilities(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
-        """The masked softmax over actions (zero on illegal actions)."""
+        """The masked softmax over actions (zero on illegal actions) for one network input
+        (:meth:`network_input`)."""
         legal = np.asarray(action_mask, dtype=bool)
         z = np.where(legal, self.logits(observation), -np.inf)
         z = np.exp(z - z.max())
@@ -206,46 +214,48 @@ class PPOPolicy:
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> int:
-        if self.hint is not None:
-            if self.needs_state:
-                raise TypeError(
-                    f"{self.name}: its hint agent needs the game state; call act_state (the "
-                    "tournament and the envs do so through derby_envs.core.policy.choose)"
-                )
-            return self._act_full(self.hinted(observation, action_mask, rng), action_mask, rng)
-        return self._act_full(self.featured(observation), action_mask, rng)
-
-    def featured(self, network_input: np.ndarray, width: int | None = None) -> np.ndarray:
-        """The observation features inserted after the first ``width`` numbers (the game's
-        observation; default: all of the input), if the network reads any."""
-        if self.features is None:
-            return network_input
-        return self.features.append(network_input, width)
-
-    def hinted(
-        self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
-    ) -> np.ndarray:
-        """The network's input: the observation, its features (if any), the hint part."""
-        if self.hint_features == "values":
-            x = with_values(observation, self.hint, action_mask)
-        else:
-            h = int(self.hint.act(observation, action_mask, rng))
-            x = with_hint(observation, h, self.num_actions)
-        return self.featured(x, len(observation))
+        if self.needs_state:
+            raise TypeError(
+                f"{self.name}: its hint agent needs the game state; call act_state (the "
+                "tournament and the envs do so through derby_envs.core.policy.choose)"
+            )
+        return self._act_full(self.network_input(observation, action_mask, rng), action_mask, rng)
 
     def act_state(self, state: Any, player: int, rng: np.random.Generator) -> int:
         """Decide from the engine state (only when the hint agent needs it)."""
         observation = state.observation(player)
         action_mask = state.legal_mask(player)
-        if self.hint is None:
-            return self._act_full(self.featured(observation), action_mask, rng)
-        if self.hint_features == "values":
-            return self._act_full(self.hinted(observation, action_mask, rng), action_mask, rng)
-        from derby_envs.core.policy import choose
-
-        h = choose(self.hint, state, player, rng)
-        x = self.featured(with_hint(observation, h, self.num_actions), len(observation))
+        x = self.network_input(observation, action_mask, rng, state=state, player=player)
         return self._act_full(x, action_mask, rng)
+
+    def network_input(
+        self,
+        observation: np.ndarray,
+        action_mask: np.ndarray,
+        rng: np.random.Generator,
+        state: Any = None,
+        player: int | None = None,
+    ) -> np.ndarray:
+        """What the network reads for one decision: the game's observation, the observation
+        features (if any), the hint part (if any), as the training env built it. A one-hot hint
+        asks the hint agent for its move (from ``state`` when given: a state-based hint agent
+        needs it), which may draw from ``rng``."""
+        observation = np.asarray(observation, np.float32)
+        if self.hint is None:
+            x = observation
+        elif self.hint_features == "values":
+            x = with_values(observation, self.hint, action_mask)
+        else:
+            if state is not None:
+                from derby_envs.core.policy import choose
+
+                h = int(choose(self.hint, state, player, rng))
+            else:
+                h = int(self.hint.act(observation, action_mask, rng))
+            x = with_hint(observation, h, self.num_actions)
+        if self.features is not None:
+            x = self.features.append(x, len(observation))
+        return x
 
     def _act_full(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator

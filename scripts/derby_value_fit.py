@@ -14,7 +14,7 @@ and scores on the held-out games by share of the game played (R^2, 1 = perfect, 
 than the mean, below 0 = worse):
 
 * an MLP (256 x 256, ReLU) on the raw observation, as PPO's critic sees it;
-* a ridge regression on ``derby_gain_fit.derived_features`` (each horse's place if the race
+* a ridge regression on ``agents.features.derby_derived`` (each horse's place if the race
   ended now, which own tickets that fulfils, the own and known opponents' scores now);
 * the same MLP on the observation and those features.
 

@@ -18,23 +18,41 @@ def test_derby_derived_features_follow_the_engine_within_their_bounds(players):
     one row equals the same row in a batch."""
     from agents.registry import make_policy
     from derby_envs.core.policy import choose
+    from derby_envs.core.seats import seat_orders
 
     game = make_game("derby", num_players=players)
     f = ObservationFeatures(game, "derived")
     assert f.size == 28 + 2 * (players - 1) == len(f.high)
     agent, rng = make_policy("derby_exchange", game), np.random.default_rng(0)
     state = game.new_initial_state(7)
-    rows = []
-    while not state.is_terminal():
+    rows, most_known = [], 0
+    while True:
         obs = np.stack([state.observation(q) for q in range(players)])
         x = f(obs)
         assert x.shape == (players, f.size) and x.dtype == np.float32
-        assert np.allclose(x[:, :9] * 9, state.horse_places())
+        places = state.horse_places()
+        assert np.allclose(x[:, :9] * 9, places)
         assert np.allclose(x[:, 27] * 40, state.scores())
         assert (x >= f.low).all() and (x <= f.high).all()
+        # each opponent (in seat order after the seat): the score of the tickets the seat
+        # knows, and how many it knows, from the engine's hands and knowledge
+        for p in range(players):
+            for j, q in enumerate(seat_orders(players)[p][1:]):
+                known = [c for c in range(9) if state.hand_known[q][c] >> p & 1]
+                paid = sum(
+                    game.profit[state.hand[q][c]]
+                    for c in known
+                    if places[c] <= game.threshold[state.hand[q][c]]
+                )
+                assert np.isclose(x[p, 28 + j] * 40, paid)
+                assert np.isclose(x[p, 28 + players - 1 + j] * 9, len(known))
+                most_known = max(most_known, len(known))
         rows.append(obs[0])
+        if state.is_terminal():
+            break
         p = state.current_players()[0]
         state.apply_action(p, choose(agent, state, p, rng))
+    assert most_known > 0  # the opponents' columns were exercised
     assert np.array_equal(f(rows[-1]), f(np.stack(rows))[-1])
     # append: the features go after the first `width` numbers, the rest keeps its place
     tail = np.arange(5, dtype=np.float32)
@@ -81,3 +99,37 @@ def test_a_checkpoint_reading_features_is_checked_against_them(tmp_path):
     model.derby_meta = {"game": "derby", "observation_features": "future"}
     with pytest.raises(CheckpointError, match="no observation feature set 'future'"):
         PPOPolicy.from_model(model, game)
+
+
+@pytest.mark.parametrize("hint_features", [None, "action", "values"])
+def test_the_policy_builds_the_training_envs_input(hint_features):
+    """At every decision of a game, ``PPOPolicy.network_input`` (from the observation, and from
+    the state as ``act_state`` does) equals the training env's observation: [observation,
+    features, hint part], whatever the hint part is; a raw observation fed to ``logits`` is a
+    named error."""
+    from sb3_contrib import MaskablePPO
+
+    from training.train import make_env
+    from training.train.config import config_from_dict
+
+    raw = {"game": "derby", "game_params": {"num_players": 4}, "observation_features": "derived"}
+    if hint_features is not None:
+        raw.update(hint="derby_exchange", hint_features=hint_features)
+    config = config_from_dict(raw)
+    env = make_env(config, [], "unused")
+    model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": [8]}, device="cpu", seed=0)
+    model.derby_meta = {k: v for k, v in raw.items() if k in ("game", "hint", "hint_features")}
+    model.derby_meta["observation_features"] = "derived"
+    policy = PPOPolicy.from_model(model, make_game("derby", num_players=4))
+    obs, _ = env.reset(seed=3)
+    base, rng = env.unwrapped, np.random.default_rng(0)
+    for _ in range(40):
+        state, seat, mask = base.game_state, base.seat, base.action_masks()
+        own = state.observation(seat)
+        assert np.array_equal(policy.network_input(own, mask, rng), obs)
+        assert np.array_equal(policy.network_input(own, mask, rng, state, seat), obs)
+        obs, _, terminated, truncated, _ = env.step(policy.act_state(state, seat, rng))
+        if terminated or truncated:
+            break
+    with pytest.raises(ValueError, match=r"the network reads \d+ numbers .*network_input"):
+        policy.logits(own)

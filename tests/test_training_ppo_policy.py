@@ -225,7 +225,7 @@ def test_residual_policy_starts_as_its_hint_agent_and_runs_in_numpy():
     while not state.is_terminal() and decisions < 60:
         p = state.current_players()[0]
         obs, mask = state.observation(p), state.legal_mask(p)
-        x = policy.hinted(obs, mask, rng)
+        x = policy.network_input(obs, mask, rng)
         assert np.allclose(policy.logits(x), torch_logits(model, x), atol=1e-4)
         a = choose(policy, state, p, rng)
         assert a == choose(expert, state, p, rng)
