@@ -82,7 +82,6 @@ class FeatureSet:
     (low, high) arrays every feature stays within (their length is the set's width)."""
 
     name: str
-    doc: str
     compute: Callable[[Any, np.ndarray], np.ndarray]
     bounds: Callable[[Any], tuple[np.ndarray, np.ndarray]]
 
@@ -92,7 +91,6 @@ FEATURE_SETS: dict[str, dict[str, FeatureSet]] = {
     "derby": {
         "derived": FeatureSet(
             "derived",
-            "places if the race ended now, fulfilled tickets, margins, scores now",
             derby_derived,
             _derby_derived_bounds,
         )

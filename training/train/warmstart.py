@@ -263,19 +263,15 @@ def clone(model: Any, data: dict[str, np.ndarray], config: TrainConfig) -> dict[
     out["holdout_accuracy"] = float(same[held].mean()) if has_held else float("nan")
     # the same score of the policy before the fit (a residual policy: its hint agent's moves)
     out["holdout_accuracy_before"] = float(before[held].mean()) if has_held else float("nan")
-    # the critic's fit of the returns, as sb3 logs it (explained variance)
-    values = _values(policy, X)
-    out["value_explained_variance"] = explained_variance(values[fit], data["returns"][fit])
+    # the critic's fit of the returns, as sb3 logs it during PPO (NaN if they do not vary)
+    from stable_baselines3.common.utils import explained_variance
+
+    values, returns = _values(policy, X), data["returns"]
+    out["value_explained_variance"] = float(explained_variance(values[fit], returns[fit]))
     out["holdout_value_explained_variance"] = (
-        explained_variance(values[held], data["returns"][held]) if has_held else float("nan")
+        float(explained_variance(values[held], returns[held])) if has_held else float("nan")
     )
     return out
-
-
-def explained_variance(predicted: np.ndarray, actual: np.ndarray) -> float:
-    """1 - Var(actual - predicted) / Var(actual) (NaN when the returns do not vary)."""
-    var = float(np.var(actual))
-    return float("nan") if var == 0 else 1.0 - float(np.var(actual - predicted)) / var
 
 
 def _values(policy: Any, X: Any) -> np.ndarray:
