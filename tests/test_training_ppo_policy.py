@@ -250,6 +250,9 @@ def test_shipped_policies_load_and_play_legally(path):
     game = make_game(sidecar["game"], **sidecar["params"])
     policy = PPOPolicy.load(path, game)
     assert policy.meta["steps"] == sidecar["steps"] and policy.meta["game"] == game.name
+    # what the sidecar says a policy needs at run time (README: a hint agent) is what it loads
+    for key in ("hint", "hint_features", "observation_features"):
+        assert sidecar.get(key) == policy.meta.get(key), key
     assert path.stat().st_size < 2_000_000
     assert sidecar["results"], "the sidecar records the evaluation"
     from derby_envs.core.policy import choose
