@@ -35,6 +35,8 @@ from operator import add
 
 import numpy as np
 
+from agents import dd_fast
+from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.seats import seat_orders
 from derby_envs.games.demolition_derby.engine import (
     DEC_KINDS,
@@ -152,12 +154,26 @@ class DDTactical:
 
     name = "dd_tactical"
     needs_state = True
+    _noise_margin = 16  # noise drawn ahead per simulated action beyond the others' deploys
 
-    def __init__(self, game: DemolitionDerbyGame, samples: int = 2, noise: float = 0.3) -> None:
+    def __init__(
+        self,
+        game: DemolitionDerbyGame,
+        samples: int = 2,
+        noise: float = 0.3,
+        fast: bool | None = None,
+    ) -> None:
         if game.name != "demolition_derby":
             raise ValueError(f"{type(self).__name__} plays Demolition Derby, not {game.name}")
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
+        if fast and dd_fast.numba is None:
+            raise InvalidParameterError(
+                "parameter 'fast': fast=True needs numba (pip install numba); "
+                "allowed without it: fast=False or None (the Python playouts, same choices)"
+            )
+        # fast: the compiled playouts (same values and draws); default: wherever numba is
+        self.fast = dd_fast.numba is not None if fast is None else bool(fast)
         self.game = game
         self.samples = samples
         self.greedy = DDGreedy(game)
@@ -174,6 +190,9 @@ class DDTactical:
         self._deploys: tuple[list[int], list[list[int]], int] | None = None
         # the designs a player can pick, by (hand, -1, picks) (see _legal_designs)
         self._legal_picks: dict[tuple[int, ...], list[int]] = {}
+        self._tables = None
+        if self.fast:
+            self._tables = dd_fast.Tables(game, self._value, self._strength, self.quick.gives_self)
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
@@ -201,20 +220,121 @@ class DDTactical:
         """The summed simulated score of each action in ``legal`` over ``samples``
         determinizations (what ``act_state`` maximises)."""
         totals = [0.0] * len(legal)  # Python floats: the same sums as an array's
+        if self._tables is not None:
+            self._compiled_values(state, player, legal, rng, totals)
+            return np.array(totals)
         for _ in range(self.samples):
             base, deal_seed = self._resample(state, player, rng)
             self._deploys = self._deploy_options(base, player)
-            derby, last = base.derby, len(legal) - 1
+            derby = base.derby
             for i, a in enumerate(legal):
-                # the last action plays on the determinization itself: nothing reads it after
-                sim = base if i == last else base.simulation_copy(self._scratch)
-                sim.apply_legal(player, a)  # legal by construction: skip the checked wrapper
-                if sim.derby != derby and sim.phase != OVER:
-                    # my move ended the Derby: the simulation plays the next one's first turn,
-                    # dealt as the resampled copy's own generator would deal it
-                    sim.deal_next_derby(deal_seed)
-                totals[i] += self._simulate(sim, player, rng)
+                totals[i] += self._play(base, derby, deal_seed, player, a, i == len(legal) - 1, rng)
         return np.array(totals)
+
+    def _play(
+        self,
+        base: SimulationState,
+        derby: int,
+        deal_seed: int,
+        player: int,
+        action: int,
+        last: bool,
+        rng: np.random.Generator,
+    ) -> float:
+        """The simulated score of ``action`` on determinization ``base`` (Python)."""
+        # the last action plays on the determinization itself: nothing reads it after
+        sim = base if last else base.simulation_copy(self._scratch)
+        sim.apply_legal(player, action)  # legal by construction: skip the checked wrapper
+        if sim.derby != derby and sim.phase != OVER:
+            # my move ended the Derby: the simulation plays the next one's first turn,
+            # dealt as the resampled copy's own generator would deal it
+            sim.deal_next_derby(deal_seed)
+        return self._simulate(sim, player, rng)
+
+    def _compiled_values(
+        self,
+        state: DemolitionDerbyState,
+        player: int,
+        legal: list[int],
+        rng: np.random.Generator,
+        totals: list[float],
+    ) -> None:
+        """``action_values`` with the playouts compiled (:mod:`agents.dd_fast`): the same
+        determinizations, each packed into the kernels' arrays (a re-deal without abilities
+        in resolution changes the hands and picks only: the rest is packed once)."""
+        tables = self._tables
+        tables.acts[: len(legal)] = legal
+        out = np.empty(len(legal))
+        packed = False
+        for _ in range(self.samples):
+            base, deal_seed = self._resample(state, player, rng)
+            self._deploys = self._deploy_options(base, player)
+            if not dd_fast.fits(base, self._tables):  # pragma: no cover - a guard
+                derby = base.derby
+                for i, a in enumerate(legal):
+                    last = i == len(legal) - 1
+                    totals[i] += self._play(base, derby, deal_seed, player, a, last, rng)
+                continue
+            if packed and not base.tasks:
+                dd_fast.pack_hands(base, tables)
+            else:
+                dd_fast.pack(base, tables)
+                packed = not base.tasks
+            self._compiled_sample(base, deal_seed, player, legal, out, rng, totals)
+
+    def _compiled_sample(
+        self,
+        base: SimulationState,
+        deal_seed: int,
+        player: int,
+        legal: list[int],
+        out: np.ndarray,
+        rng: np.random.Generator,
+        totals: list[float],
+    ) -> None:
+        """Add each action's simulated score on ``base`` (packed) to ``totals``. The
+        noise is drawn ahead into a buffer with the generator's state kept; after each
+        kernel call the state is put back and exactly the draws read are made again, so
+        ``rng`` ends where the Python playouts leave it. An action the kernel hands back (a
+        tie of noisy scores) plays in Python from the same generator position; a Derby ended
+        by my move gets the next deal; a short buffer is made longer."""
+        bitgen = rng.bit_generator
+        sd = self.quick.noise
+        known = self._deploys
+        # enough for most: the deploy draws of the others (when known) and a margin for the
+        # ability choices; a kernel that runs out says so and gets a longer one
+        draws = known[2] if known is not None else 32
+        size = max(1, len(legal) * (draws + self._noise_margin))
+        tables = self._tables
+        tables.deal[0, -1] = -1  # not dealt yet
+        derby, i = base.derby, 0
+        while i < len(legal):
+            saved = bitgen.state
+            noise = rng.normal(0, sd, size)
+            reached, read, status = dd_fast.simulate_actions(
+                tables.mem, tables.lay, tables.fvals, noise, out, player, i, len(legal)
+            )
+            bitgen.state = saved
+            if read:
+                rng.normal(0, sd, read)  # the same draws as the Python playouts make
+            for j in range(i, reached):
+                totals[j] += float(out[j])
+            i = reached
+            if status == dd_fast.NEXT_DERBY:
+                self._next_deal(base, deal_seed)
+            elif status == dd_fast.BUFFER and size < _NOISE_CAP:
+                size *= 4
+            elif status != dd_fast.OK:  # a tie of noisy scores (or no buffer is enough)
+                last = i == len(legal) - 1
+                totals[i] += self._play(base, derby, deal_seed, player, legal[i], last, rng)
+                i += 1
+
+    def _next_deal(self, base: SimulationState, deal_seed: int) -> None:
+        """The hands of the Derby after ``base``'s, as ``deal_next_derby(deal_seed)`` deals
+        them, into the kernels' ``deal``."""
+        s = base.simulation_copy(self._scratch)
+        s.deal_next_derby(deal_seed)
+        self._tables.deal[...] = dd_fast._rows(s.hands, self._tables.hc + 1)
 
     # The simulation works on the engine's light copies (``simulation_copy``: no fresh bit
     # generator per copy, no observation vectors and masks, no deal of the next Derby) and runs
@@ -399,6 +519,7 @@ class DDTactical:
 
 
 _K_GIVE, _K_FACE_DOWN = K["swap_give"], K["face_down"]
+_NOISE_CAP = 1 << 16  # noise buffer size beyond which an action plays in Python
 _LEGAL_MEMO_CAP = 4096  # DDTactical._legal_picks entries kept (emptied when full)
 # np.float32(0.3): the observation's "Instant pending" flag weight as the float32 path adds it
 _F32_03 = float(np.float32(0.3))

@@ -234,7 +234,8 @@ def _decision_times(policy: Any, positions: list) -> dict[str, Any]:
 def heuristic_times(game_name: str, num_players: int, names: list[str], positions: list) -> list:
     """Per heuristic: first-call, median and mean time (ms) of one decision over
     ``positions`` (``act`` on the prebuilt observation; ``act_state`` for a policy that reads
-    the state); for a policy with a compiled path (``fast``) also its numpy model's times."""
+    the state); for a policy with a compiled path (``fast``) also the times of the same
+    policy with ``fast=False`` (the numpy / Python code it must match, choice for choice)."""
     from agents.registry import make_policy
 
     game = make_game(game_name, num_players=num_players)
@@ -243,10 +244,10 @@ def heuristic_times(game_name: str, num_players: int, names: list[str], position
         policy = make_policy(name, game)
         row = {"game": game_name, "players": num_players, "heuristic": name}
         row.update(_decision_times(policy, positions))
-        if getattr(policy, "fast", False):  # a compiled path: its numpy model, same positions
+        if getattr(policy, "fast", False):  # a compiled path: uncompiled, same positions
             reference = _decision_times(make_policy(name, game, fast=False), positions)
-            row["numpy_model_median_ms"] = reference["median_ms"]
-            row["numpy_model_mean_ms"] = reference["mean_ms"]
+            row["uncompiled_median_ms"] = reference["median_ms"]
+            row["uncompiled_mean_ms"] = reference["mean_ms"]
         rows.append(row)
     return rows
 
@@ -593,7 +594,7 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [
             "",
             "| heuristic | game | players | median ms | mean ms | median / engine step "
-            "| mean / engine step | first call ms | numpy model: median, mean ms |",
+            "| mean / engine step | first call ms | fast=False: median, mean ms |",
             "|---|---|---:|---:|---:|---:|---:|---:|---|",
         ]
         for h in result["heuristics"]:
@@ -602,8 +603,8 @@ def markdown(result: dict[str, Any]) -> str:
                 f"{h['mean_ms']:.3f} | {h['median_over_engine_step']:.0f}x | "
                 f"{h['mean_over_engine_step']:.0f}x | {h['first_call_ms']:.0f} | "
                 + (
-                    f"{h['numpy_model_median_ms']:.3f}, {h['numpy_model_mean_ms']:.3f} |"
-                    if "numpy_model_median_ms" in h
+                    f"{h['uncompiled_median_ms']:.3f}, {h['uncompiled_mean_ms']:.3f} |"
+                    if "uncompiled_median_ms" in h
                     else "– |"
                 )
             )
