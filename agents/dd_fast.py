@@ -211,6 +211,7 @@ class Tables:
         self.base = tuple(views[6:16])  # the packed determinization (see pack)
         self.deal = views[29]  # the next Derby's hands (deal[0, -1] < 0: not dealt)
         self.acts = views[30]  # the actions to simulate
+        self.seen: list = [None, None, None]  # what pack last converted (see pack)
 
 
 _KIND_CODE = {"discard": E_DISCARD, "face_down": E_FACE_DOWN, "gain": E_GAIN, "swap": E_SWAP}
@@ -229,18 +230,30 @@ def pack(s, T: Tables) -> None:
     were: nothing reads them."""
     n, N = T.n, T.N
     cf, hand, lin, pick, lst, tp, tk, topt, teff, sc = T.base
-    # one conversion per array (each numpy call from a list costs ~1 us); the flag lists as
-    # bytes (True/False are bytes 1/0)
-    cf[CF_OWNER] = s.owner
-    cf[1:] = np.frombuffer(bytes(s.face_up + s.this_turn + s.instant_done), np.uint8).reshape(3, N)
+    # The per-card flags, the lineups and the piles are converted only when they differ
+    # from the last state packed (a list comparison costs a fraction of a conversion; the
+    # seats of one field share an agent and decide on the same public position in turn).
+    # One conversion per array; the flag lists as bytes (True/False are bytes 1/0).
+    seen = T.seen
+    flags = (s.owner, s.face_up, s.this_turn, s.instant_done)
+    if flags != seen[0]:
+        cf[CF_OWNER] = s.owner
+        cf[1:] = np.frombuffer(bytes(s.face_up + s.this_turn + s.instant_done), np.uint8).reshape(
+            3, N
+        )
+        seen[0] = tuple(x[:] for x in flags)
     hand[...] = _rows(s.hands, T.hc + 1)
-    lin[...] = _rows(s.lineups, T.lc + 1)
+    if s.lineups != seen[1]:
+        lin[...] = _rows(s.lineups, T.lc + 1)
+        seen[1] = [x[:] for x in s.lineups]
     pick[...] = _rows(s.picks, 3)
     lists = (s.discard, s.discard_turn, s.queue, s.stoppers, s.movers)
-    for r, x in enumerate(lists):  # mostly padding: only the entries are converted
-        if x:
-            lst[r, : len(x)] = x
-    lst[:, -1] = [len(x) for x in lists]
+    if lists != seen[2]:
+        for r, x in enumerate(lists):  # mostly padding: only the entries are converted
+            if x:
+                lst[r, : len(x)] = x
+        lst[:, -1] = [len(x) for x in lists]
+        seen[2] = tuple(x[:] for x in lists)
     if s.turn_protect:
         tp[: len(s.turn_protect)] = s.turn_protect
     for i, t in enumerate(s.tasks):
@@ -365,34 +378,42 @@ def _sort_by(vals, keys, k):
 # ----- conditions, filters, Strengths ---------------------------------------------------------
 
 
+# The small functions called per card or per op take only the arrays they read: a call that
+# is not inlined passes every array of a tuple argument field by field (~30 ns a call with
+# the whole state and tables, ~3x the work of these helpers).
+
+
 @_njit
 def _cond_ok(tb, st, op, q, source, totals, has_totals):
     """``abilities.cond_ok``: every condition of op ``op`` holds for player ``q``."""
-    ops = tb[3]
+    return _conds(tb[3], tb[1][1], st[0], st[2], op, q, source, totals, has_totals)
+
+
+@_njit
+def _conds(ops, ctype, cf, lin, op, q, source, totals, has_totals):
+    """:func:`_cond_ok` on the arrays it reads (``ctype``: each card's type)."""
     for j in range(ops[op, OC_NCOND]):
         key, v = ops[op, OC_COND + 2 * j], ops[op, OC_COND + 2 * j + 1]
-        if not _cond_key(tb, st, key, v, q, source, totals, has_totals):
+        if not _cond_key(ctype, cf, lin, key, v, q, source, totals, has_totals):
             return False
     return True
 
 
 @_njit
-def _cond_key(tb, st, key, v, q, source, totals, has_totals):
+def _cond_key(ctype, cf, lin, key, v, q, source, totals, has_totals):
     """One condition (COND_KEYS) with value ``v``."""
-    card = tb[1]
-    cf, lin = st[0], st[2]
     k = lin[q, -1]
     if key == 0:  # min_combatants
         return k >= v
     if key == 1:  # controls_type
         for i in range(k):
-            if card[1, lin[q, i]] == v:
+            if ctype[lin[q, i]] == v:
                 return True
         return False
     if key == 2:  # min_distinct_types
         seen = 0
         for i in range(k):
-            seen |= 1 << card[1, lin[q, i]]
+            seen |= 1 << ctype[lin[q, i]]
         count = 0
         while seen:
             count += seen & 1
@@ -411,17 +432,14 @@ def _cond_key(tb, st, key, v, q, source, totals, has_totals):
     for r in range(lin.shape[0]):
         for i in range(lin[r, -1]):
             c = lin[r, i]
-            if cf[CF_THIS_TURN, c] and card[1, c] == v and c != source:
+            if cf[CF_THIS_TURN, c] and ctype[c] == v and c != source:
                 return False
     return True
 
 
 @_njit
-def _static_ok(tb, st, f, c, source):
+def _static_ok(fil, ctype, cf, f, c, source):
     """``match_static`` without the owner test."""
-    fil = tb[4]
-    card = tb[1]
-    cf = st[0]
     if fil[f, FC_OTHER] and c == source:
         return False
     tt = fil[f, FC_THIS_TURN]
@@ -431,7 +449,7 @@ def _static_ok(tb, st, f, c, source):
     if (face == 1 and not cf[CF_FACE_UP, c]) or (face == 2 and cf[CF_FACE_UP, c]):
         return False
     types = fil[f, FC_TYPES]
-    return types < 0 or (types >> card[1, c]) & 1 == 1
+    return types < 0 or (types >> ctype[c]) & 1 == 1
 
 
 @_njit
@@ -448,12 +466,11 @@ def _bounds_ok(fil, f, v):
 
 
 @_njit
-def _lineup_strengths(tb, st, q, derby, out, ws):
-    """``strengths.lineup_strengths`` of player ``q``, written into ``out`` by card."""
-    card, des, ops = tb[1], tb[2], tb[3]
-    cf, lin = st[0], st[2]
+def _lineup_strengths(card, des, ops, fil, cf, lin, q, derby, out, base, mods):
+    """``strengths.lineup_strengths`` of player ``q``, written into ``out`` by card
+    (``base``, ``mods``: scratch)."""
+    ctype = card[1]
     k = lin[q, -1]
-    base, mods = ws[0][W_BASE], ws[0][W_MODS]
     for i in range(k):
         base[i] = card[2, lin[q, i]]
         mods[i] = 0
@@ -465,14 +482,16 @@ def _lineup_strengths(tb, st, q, derby, out, ws):
         timing = des[d, DC_TIMING]
         if timing == T_ONGOING:
             for op in range(des[d, DC_OP0], des[d, DC_OP1]):
-                if ops[op, OC_OP] == O_MODIFY and _cond_ok(tb, st, op, q, c, base, False):
-                    _modify(tb, st, q, i, op, mods)
+                if ops[op, OC_OP] == O_MODIFY and _conds(
+                    ops, ctype, cf, lin, op, q, c, base, False
+                ):
+                    _modify(ops, fil, ctype, cf, lin, q, i, op, mods)
         elif derby and timing == T_DERBY:
             for op in range(des[d, DC_OP0], des[d, DC_OP1]):
                 kind = ops[op, OC_OP]
-                if kind == O_SET and _cond_ok(tb, st, op, q, c, base, False):
+                if kind == O_SET and _conds(ops, ctype, cf, lin, op, q, c, base, False):
                     base[i] = ops[op, OC_VALUE]
-                elif kind == O_ADD and _cond_ok(tb, st, op, q, c, base, False):
+                elif kind == O_ADD and _conds(ops, ctype, cf, lin, op, q, c, base, False):
                     base[i] += ops[op, OC_VALUE]
     for i in range(k):
         v = base[i] + mods[i]
@@ -480,10 +499,8 @@ def _lineup_strengths(tb, st, q, derby, out, ws):
 
 
 @_njit
-def _modify(tb, st, q, i, op, mods):
+def _modify(ops, fil, ctype, cf, lin, q, i, op, mods):
     """A ``modify_strength`` op of the card in slot ``i`` of ``q``'s lineup, into ``mods``."""
-    ops, fil = tb[3], tb[4]
-    lin = st[2]
     k = lin[q, -1]
     amt = ops[op, OC_AMOUNT]
     per = ops[op, OC_PER]
@@ -493,7 +510,7 @@ def _modify(tb, st, q, i, op, mods):
         else:
             count = 0
             for j in range(k):
-                count += _static_ok(tb, st, per, lin[q, j], lin[q, i])
+                count += _static_ok(fil, ctype, cf, per, lin[q, j], lin[q, i])
             amt *= count
     scope = ops[op, OC_SCOPE]
     if scope == 0:
@@ -508,13 +525,14 @@ def _modify(tb, st, q, i, op, mods):
 def _strengths(tb, st, derby, ws):
     """Every card's Strength (printed outside the lineups), as ``compute_strengths``, into
     a workspace row (W_STV; with ``derby``, W_DSTV)."""
-    card = tb[1]
-    lin = st[2]
+    card, des, ops, fil = tb[1], tb[2], tb[3], tb[4]
+    cf, lin = st[0], st[2]
     out = ws[0][W_DSTV if derby else W_STV]
+    base, mods = ws[0][W_BASE], ws[0][W_MODS]
     N = card.shape[1]
     _copy_into(out[:N], card[2])
     for q in range(lin.shape[0]):
-        _lineup_strengths(tb, st, q, derby, out, ws)
+        _lineup_strengths(card, des, ops, fil, cf, lin, q, derby, out, base, mods)
 
 
 @_njit
@@ -577,17 +595,16 @@ def _protectors(tb, st, out, ws):
 
 
 @_njit
-def _protected(tb, st, prot, nprot, stv, c, against, actor):
+def _protected(ops, fil, ctype, cf, prot, nprot, stv, c, against, actor):
     """Whether card ``c`` cannot be discarded / swapped (``against``) by ``actor``."""
-    ops, fil = tb[3], tb[4]
-    owner = st[0][CF_OWNER]
+    owner = cf[CF_OWNER]
     for i in range(nprot):
         p, src, op = prot[i, 0], prot[i, 1], prot[i, 2]
         if ops[op, OC_AGAINST] & against and (ops[op, OC_SOURCE] == 0 or actor != p):
             f = ops[op, OC_TARGETS]
             if (
                 _owner_ok(fil, f, owner[c], p)
-                and _static_ok(tb, st, f, c, src)
+                and _static_ok(fil, ctype, cf, f, c, src)
                 and _bounds_ok(fil, f, stv[c])
             ):
                 return True
@@ -595,29 +612,25 @@ def _protected(tb, st, prot, nprot, stv, c, against, actor):
 
 
 @_njit
-def _lineup_cards(tb, st, f, player, source, stv, out):
+def _lineup_cards(fil, ctype, cf, lin, f, player, source, stv, out):
     """The lineup cards matching filter ``f`` (``abilities.lineup_cards``) into ``out``."""
-    fil = tb[4]
-    lin = st[2]
     k = 0
     for q in range(lin.shape[0]):
         if not _owner_ok(fil, f, q, player):
             continue
         for i in range(lin[q, -1]):
             c = lin[q, i]
-            if _static_ok(tb, st, f, c, source) and _bounds_ok(fil, f, stv[c]):
+            if _static_ok(fil, ctype, cf, f, c, source) and _bounds_ok(fil, f, stv[c]):
                 out[k] = c
                 k += 1
     return k
 
 
 @_njit
-def _target_action(tb, st, c, player):
-    params = tb[0]
-    lin = st[2]
-    q = st[0][CF_OWNER, c]
-    n = params[P_N]
-    r = (q - player) % n
+def _target_action(params, owner, lin, c, player):
+    """``abilities.target_action``: the action that targets card ``c``."""
+    q = owner[c]
+    r = (q - player) % params[P_N]
     return params[P_T0] + r * params[P_S] + _find(lin[q], c)
 
 
@@ -689,16 +702,17 @@ def _offer(tb, st, t, op, acts, vals, k, kind):
 def _targets_of(tb, st, cards, k, player, acts, vals):
     """``abilities.target_options`` of ``cards[:k]``: actions and cards."""
     for j in range(k):
-        acts[j] = _target_action(tb, st, cards[j], player)
+        acts[j] = _target_action(tb[0], st[0][CF_OWNER], st[2], cards[j], player)
         vals[j] = cards[j]
     return k
 
 
 @_njit
 def _swap_gives(tb, st, op, t, prot, nprot, stv, out):
-    ops = tb[3]
-    owner = st[0][CF_OWNER]
-    tk = st[6]
+    """``abilities.swap_gives``: what ``t``'s controller may give, into ``out``."""
+    ops, fil, ctype = tb[3], tb[4], tb[1][1]
+    cf, lin, tk = st[0], st[2], st[6]
+    owner = cf[CF_OWNER]
     player, src = tk[t, TK_PLAYER], tk[t, TK_CARD]
     g = ops[op, OC_GIVE]
     if g < 0:
@@ -706,11 +720,13 @@ def _swap_gives(tb, st, op, t, prot, nprot, stv, out):
             out[0] = src
             return 1
         return 0
-    k = _lineup_cards(tb, st, g, player, src, stv, out)
+    k = _lineup_cards(fil, ctype, cf, lin, g, player, src, stv, out)
     m = 0
     for j in range(k):
         c = out[j]
-        if owner[c] == player and not _protected(tb, st, prot, nprot, stv, c, A_SWAP, player):
+        if owner[c] == player and not _protected(
+            ops, fil, ctype, cf, prot, nprot, stv, c, A_SWAP, player
+        ):
             out[m] = c
             m += 1
     return m
@@ -761,8 +777,9 @@ def _advance(tb, st, t, ws):
 def _step_remove(tb, st, ws, t, op, nprot):
     """``discard`` / ``face_down``: the ability's own card, a chosen target or a mass
     selection (discards spare protected cards)."""
-    ops = tb[3]
-    owner, tk, teff = st[0][CF_OWNER], st[6], st[8]
+    ops, fil, ctype = tb[3], tb[4], tb[1][1]
+    cf, lin, tk, teff = st[0], st[2], st[6], st[8]
+    owner = cf[CF_OWNER]
     wi, prot = ws[0], ws[1]
     cands, acts, vals, stv = wi[W_CANDS], wi[W_ACTS], wi[W_VALS], wi[W_STV]
     player, src = tk[t, TK_PLAYER], tk[t, TK_CARD]
@@ -771,17 +788,19 @@ def _step_remove(tb, st, ws, t, op, nprot):
     sel = ops[op, OC_SELECT]
     if sel == SEL_SELF:
         if owner[src] >= 0 and not (
-            discard and _protected(tb, st, prot, nprot, stv, src, A_DISCARD, player)
+            discard and _protected(ops, fil, ctype, cf, prot, nprot, stv, src, A_DISCARD, player)
         ):
             _add_effect(teff, tk, t, effect, src, src, 0, 0)
         tk[t, TK_I] += 1
         return True
-    k = _lineup_cards(tb, st, ops[op, OC_TARGETS], player, src, stv, cands)
+    k = _lineup_cards(fil, ctype, cf, lin, ops[op, OC_TARGETS], player, src, stv, cands)
     if sel == SEL_CHOOSE:
         if discard and nprot:
             m = 0
             for j in range(k):
-                if not _protected(tb, st, prot, nprot, stv, cands[j], A_DISCARD, player):
+                if not _protected(
+                    ops, fil, ctype, cf, prot, nprot, stv, cands[j], A_DISCARD, player
+                ):
                     cands[m] = cands[j]
                     m += 1
             k = m
@@ -791,7 +810,9 @@ def _step_remove(tb, st, ws, t, op, nprot):
     guarded = discard and nprot > 0
     for j in range(k):
         c = cands[j]
-        if not guarded or not _protected(tb, st, prot, nprot, stv, c, A_DISCARD, player):
+        if not guarded or not _protected(
+            ops, fil, ctype, cf, prot, nprot, stv, c, A_DISCARD, player
+        ):
             _add_effect(teff, tk, t, effect, c, src, 0, 0)
     tk[t, TK_I] += 1
     return True
@@ -832,17 +853,20 @@ def _step_gain(tb, st, ws, t, op):
 @_njit
 def _step_swap(tb, st, ws, t, op, nprot):
     """``swap``: choose what to take (stage 0), then what to give (stage 1)."""
-    ops = tb[3]
-    owner, tk, topt, teff = st[0][CF_OWNER], st[6], st[7], st[8]
+    ops, fil, ctype = tb[3], tb[4], tb[1][1]
+    cf, lin, tk, topt, teff = st[0], st[2], st[6], st[7], st[8]
+    owner = cf[CF_OWNER]
     wi, prot = ws[0], ws[1]
     cands, acts, vals, stv = wi[W_CANDS], wi[W_ACTS], wi[W_VALS], wi[W_STV]
     player, src = tk[t, TK_PLAYER], tk[t, TK_CARD]
     if tk[t, TK_STAGE] == 0:
-        k = _lineup_cards(tb, st, ops[op, OC_TAKE], player, src, stv, cands)
+        k = _lineup_cards(fil, ctype, cf, lin, ops[op, OC_TAKE], player, src, stv, cands)
         m = 0
         for j in range(k):
             c = cands[j]
-            if owner[c] != player and not _protected(tb, st, prot, nprot, stv, c, A_SWAP, player):
+            if owner[c] != player and not _protected(
+                ops, fil, ctype, cf, prot, nprot, stv, c, A_SWAP, player
+            ):
                 cands[m] = c
                 m += 1
         # the gives go to vals for now (only their number is read here)
@@ -871,10 +895,11 @@ def _step_swap(tb, st, ws, t, op, nprot):
 @_njit
 def _step_copy(tb, st, ws, t, op):
     """``copy_instant``: the Instant of a face-up combatant (never another copy ability)."""
-    params, card, des, ops = tb[0], tb[1], tb[2], tb[3]
-    cf, tk = st[0], st[6]
+    params, card, des, ops, fil = tb[0], tb[1], tb[2], tb[3], tb[4]
+    cf, lin, tk = st[0], st[2], st[6]
     cands, acts, vals, stv = ws[0][W_CANDS], ws[0][W_ACTS], ws[0][W_VALS], ws[0][W_STV]
-    k = _lineup_cards(tb, st, ops[op, OC_TARGETS], tk[t, TK_PLAYER], tk[t, TK_CARD], stv, cands)
+    player, src = tk[t, TK_PLAYER], tk[t, TK_CARD]
+    k = _lineup_cards(fil, card[1], cf, lin, ops[op, OC_TARGETS], player, src, stv, cands)
     m = 0
     for j in range(k):
         c = cands[j]
@@ -1325,19 +1350,16 @@ def _pending(st, player):
 
 
 @_njit
-def _legal_designs(tb, st, ws, p, out):
-    """The designs ``p`` can deploy now, ascending, into ``out``; returns the count."""
-    card = tb[1]
-    D = tb[0][P_D]
-    hand, pick = st[1], st[3]
-    counts = ws[0][W_COUNTS]
-    counts[:D] = 0
+def _legal_designs(cdesign, hand, pick, counts, p, out):
+    """The designs ``p`` can deploy now, ascending, into ``out``; returns the count
+    (``counts``: scratch, one entry per design)."""
+    counts[:] = 0
     for i in range(hand[p, -1]):
-        counts[card[0, hand[p, i]]] += 1
+        counts[cdesign[hand[p, i]]] += 1
     for j in range(pick[p, -1]):
         counts[pick[p, j]] -= 1
     k = 0
-    for d in range(D):
+    for d in range(counts.size):
         if counts[d] > 0:
             out[k] = d
             k += 1
@@ -1348,8 +1370,9 @@ def _legal_designs(tb, st, ws, p, out):
 def _quick_deploy_all(tb, st, ws, noise, cur):
     """``DDTactical._quick_deploy_all``: every pick still to make this turn. Returns the
     picks made, or -1 if the noise buffer ran out (nothing is consistent then)."""
-    params, fvals = tb[0], tb[5]
-    lst, pick = st[4], st[3]
+    params, fvals, cdesign = tb[0], tb[5], tb[1][0]
+    hand, pick, lst = st[1], st[3], st[4]
+    counts = ws[0][W_COUNTS][: params[P_D]]
     per_turn = params[P_PICKS]
     nm = lst[L_MOVERS, -1]
     movers = ws[0][W_MOVERS]
@@ -1357,7 +1380,7 @@ def _quick_deploy_all(tb, st, ws, noise, cur):
     legal, nl, todo = ws[2], ws[0][W_NL], ws[0][W_TODO]
     count = 0
     for j in range(nm):
-        nl[j] = _legal_designs(tb, st, ws, movers[j], legal[j])
+        nl[j] = _legal_designs(cdesign, hand, pick, counts, movers[j], legal[j])
         count += nl[j]
         todo[j] = 1 if per_turn == 1 else per_turn - pick[movers[j], -1]
     if per_turn != 1:
@@ -1371,7 +1394,7 @@ def _quick_deploy_all(tb, st, ws, noise, cur):
         p = movers[j]
         for r in range(todo[j]):
             if r:
-                nl[j] = _legal_designs(tb, st, ws, p, legal[j])
+                nl[j] = _legal_designs(cdesign, hand, pick, counts, p, legal[j])
             end = i + nl[j]
             if end > noise.size or start + count > noise.size:
                 return -1

@@ -154,7 +154,7 @@ class DDTactical:
 
     name = "dd_tactical"
     needs_state = True
-    _noise_margin = 16  # noise drawn ahead per simulated action beyond the others' deploys
+    _noise_margin = 4  # noise drawn ahead per simulated action beyond twice the average read
 
     def __init__(
         self,
@@ -191,6 +191,7 @@ class DDTactical:
         # the designs a player can pick, by (hand, -1, picks) (see _legal_designs)
         self._legal_picks: dict[tuple[int, ...], list[int]] = {}
         self._tables = None
+        self._reads_per_action = 16.0  # noise draws a simulated action reads (running mean)
         if self.fast:
             self._tables = dd_fast.Tables(game, self._value, self._strength, self.quick.gives_self)
 
@@ -300,11 +301,9 @@ class DDTactical:
         by my move gets the next deal; a short buffer is made longer."""
         bitgen = rng.bit_generator
         sd = self.quick.noise
-        known = self._deploys
-        # enough for most: the deploy draws of the others (when known) and a margin for the
-        # ability choices; a kernel that runs out says so and gets a longer one
-        draws = known[2] if known is not None else 32
-        size = max(1, len(legal) * (draws + self._noise_margin))
+        # twice the draws an action has read on average so far (the buffer's size changes
+        # only the speed); a kernel that runs out says so and gets a longer one
+        size = max(1, int(len(legal) * (2.0 * self._reads_per_action + self._noise_margin)))
         tables = self._tables
         tables.deal[0, -1] = -1  # not dealt yet
         derby, i = base.derby, 0
@@ -317,6 +316,8 @@ class DDTactical:
             bitgen.state = saved
             if read:
                 rng.normal(0, sd, read)  # the same draws as the Python playouts make
+            if reached > i:
+                self._reads_per_action += 0.05 * (read / (reached - i) - self._reads_per_action)
             for j in range(i, reached):
                 totals[j] += float(out[j])
             i = reached
