@@ -11,22 +11,14 @@
   the position (Strength margin over the best opponent, Derby wins, Commander/Underdog
   conditions). It uses only what ``resample_hidden`` keeps, so it never peeks.
 
-Both are cheap: greedy ~30 µs per decision, tactical ~0.55 ms (``samples`` x legal actions
-x one simulated turn, ~8 turns a decision, on light state copies). ``scripts/time_heuristics.py``
-measures it against the earlier clone-per-action version (2.2-2.5x slower, same choices);
-the engine work of issue 12 (per-card tables, fewer recomputations; 2ec2242) took it from
-~0.60 to ~0.54 ms median, 2p and 4p, on this 2-core machine. Issue 12's target (0.2 ms) is
-missed by ~2.7x: the time is spread over the whole simulated turn (4p, pyinstrument): the
-engine's resolution of the simulated turns ~56% (reveal, Instant levels, end of turn; the
-Instants' targets, filters and protections, ``_step_remove``, ~16% of it), the noisy-greedy
-choices and deploys ~12%, Derby scoring (``projected_scores``) ~10%, light copies ~6%,
-re-deals ~5%; no single function above ~6% of its own time (cProfile). Later (same choices
-and draws): the last action of a determinization plays on it instead of a copy, light copies
-keep no views, the 2-player deploys draw their noise in one call, the legal deploy designs are
-memoised, with two players the leader bonus needs no Derby scoring: 1.23x (2p) / 1.14x (4p)
-fewer instructions a decision (callgrind); timed, quiet, alternated with the code before,
-medians 650 -> 571 us (2p) and 617 -> 584 us (4p) (docs/training.md, "What a training step
-costs").
+Both are cheap: greedy ~15 µs per decision; tactical ~0.15-0.2 ms (``samples`` x legal
+actions x one simulated turn, ~8 turns a decision). Its playouts run compiled
+(:mod:`agents.dd_fast`, numba) wherever numba is installed; ``fast=False`` runs them in Python
+on light state copies (~0.65 ms), with the same values, choices and generator draws
+(tests/test_dd_fast.py; the recorded traces of tests/test_heuristic_traces_dd_kd.py replay
+with either). What the time goes to, and how it was measured: docs/training.md, "What a
+training step costs"; ``scripts/time_heuristics.py`` times it against the implementation
+before issue 12.
 """
 
 from __future__ import annotations
@@ -150,7 +142,12 @@ class DDGreedy:
 
 
 class DDTactical:
-    """Simulates this turn's reveal against quick greedy answers of the others."""
+    """Simulates this turn's reveal against quick greedy answers of the others.
+
+    ``samples``: determinizations per decision; ``noise``: the standard deviation of the
+    simulated players' noisy-greedy scores; ``fast``: the compiled playouts (None: wherever
+    numba is installed; False: the Python ones; both give the same values and draws).
+    """
 
     name = "dd_tactical"
     needs_state = True

@@ -38,6 +38,11 @@ Measured 2026-12-01 on the 2-core dev machine (400 positions, 3 rounds), same ru
   tree before these commits (1a67eef, same per-position medians, runs alternated, three
   each): 2p median 604-609 -> 542-580 us, 4p 585-589 -> 520-537 us (~10%). The 10x target
   (<= 0.2 ms) is still missed by ~2.7x; see ``agents/demolition_derby.py`` for the profile.
+* with the compiled playouts (agents/dd_fast.py, edbfa51; ``--only dd_tactical``, 400
+  positions, 3 rounds, three runs at load ~1, 2026-12-02): dd_tactical 2p median 1545 / 1589 /
+  1503 -> 187 / 189 / 182 us (x8.2 / x8.4 / x8.3), 4p median 1590 / 1594 / 1480 -> 215 / 212 /
+  205 us (x7.4 / x7.5 / x7.2). Alternating with the reference costs the compiled path ~20%
+  against its standalone time (``derby-envs bench``: 0.13-0.15 ms at 2p, 0.16-0.18 ms at 4p).
 * derby_exchange 4p (``--only derby_exchange``, 400 positions, 3 rounds, three runs at load
   ~4): median 452 / 454 / 475 -> 45.0 / 43.7 / 47.5 us (x10.1 / x10.4 / x10.0), mean 1424 /
   1435 / 1466 -> 125 / 126 / 127 us (x11.4 / x11.4 / x11.5); first call (kernels from numba's

@@ -122,3 +122,13 @@ def test_gymnasium_vector_env_stacks_infos(game):
         obs, reward, term, trunc, info = envs.step(actions)
         assert not info["illegal_action"].any()
         ended = term | trunc
+
+
+def test_gym_view_opponents_one_for_all_or_one_per_seat():
+    gym_id = derby_envs.GAMES["demolition_derby"].gym_id
+    for opponents in ("dd_greedy", ["dd_greedy"], ["dd_greedy", "random", "dd_tactical"]):
+        env = gymnasium.make(gym_id, num_players=4, opponents=opponents)
+        names = [type(p).__name__ for p in env.unwrapped.opponents]
+        assert len(names) == 3 and names[0] == "DDGreedy", (opponents, names)
+    with pytest.raises(derby_envs.InvalidParameterError, match="a list of 2 policies.*a list of 3"):
+        gymnasium.make(gym_id, num_players=4, opponents=["dd_greedy", "random"])

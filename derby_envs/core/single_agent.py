@@ -32,9 +32,9 @@ class SingleAgentEnv(gymnasium.Env):
 
     Args:
         num_players: number of seats.
-        opponents: one policy (or registered policy name, e.g. ``"random"``) for every other
-            seat, or a list of ``num_players - 1`` of them (assigned to the other seats in seat
-            order, starting after the learner). Default ``"random"``.
+        opponents: one policy (or registered policy name, e.g. ``"random"``; or a list of
+            one) for every other seat, or a list of ``num_players - 1`` of them (assigned to
+            the other seats in seat order, starting after the learner). Default ``"random"``.
         learner_seat: a fixed seat, or ``None`` (default) for a uniformly random seat each episode.
         reward_mode: as in the AEC env; the reward is the change of the learner's return.
         illegal_action: ``"penalize"`` (default; Gymnasium's contract is that ``step`` accepts
@@ -98,9 +98,12 @@ class SingleAgentEnv(gymnasium.Env):
         self.learner_seat = learner_seat
         if isinstance(opponents, str) or not isinstance(opponents, Sequence):
             opponents = [opponents] * (n - 1)
+        elif len(opponents) == 1:  # a list of one: that policy in every other seat
+            opponents = list(opponents) * (n - 1)
         if len(opponents) != n - 1:
             raise InvalidParameterError(
-                f"parameter 'opponents': got {len(opponents)} policies, expected 1 or {n - 1}"
+                f"parameter 'opponents': got a list of {len(opponents)} policies, expected one "
+                f"policy (or a list of one) for every seat or a list of {n - 1}, one per seat"
             )
         self.opponents = [resolve_policy(o, self.game) for o in opponents]
         self.render_mode = check_choice(

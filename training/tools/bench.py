@@ -14,9 +14,9 @@ Everything is timed in one run on the same machine with the same random-legal-pl
 * per heuristic of every game and player count: the median and mean time of one decision
   (the observation prebuilt) on 400 positions recorded from seeded random play, and its ratio
   to that game's engine step time; the first call is reported apart (``first_call_ms``: e.g.
-  loading or compiling derby_exchange's numba kernels), and for the Derby heuristics the
-  same figures of their numpy model (``fast=False``: the same choices, the speed before
-  issue 12);
+  loading or compiling numba kernels), and for a heuristic with a compiled path (the Derby
+  heuristics, dd_tactical) the same figures with ``fast=False`` (the same choices, the
+  uncompiled code);
 * MaskablePPO training env-steps/s at ``n_envs`` 1 and 8 (DummyVecEnv): connect_four-v3
   (learner vs a random opponent) as the reference, and for Derby 4p, Demolition Derby 2p and
   4p and Kentucky Derby 5p against random seats and against a field of the game's strongest
