@@ -190,16 +190,17 @@ class Tables:
             (self.tc, TK_COLS), (self.tc, self.oc, 2), (self.tc, self.ec, 5),
             (S_WINS + 2 * n,),
         ]  # fmt: skip
+        # each state array twice, [0] the packed determinization, [1] the playout's copy
         shapes = [
             self.params.shape, self.card.shape, self.des.shape, self.ops.shape, self.fil.shape,
-            gives.shape, *state, *state, (W_ROWS, width),
+            gives.shape, *[(2, *x) for x in state], (W_ROWS, width),
             (self.tc * 4 + n * self.lc * 4 + 8, 3), (n, D), (n, self.hc + 1),
             (game.num_actions,),
         ]  # fmt: skip
         sizes = [int(np.prod(x)) for x in shapes]
         offsets = np.cumsum([0, *sizes])
         self.mem = np.zeros(int(offsets[-1]), np.int64)
-        self.lay = np.zeros((len(shapes), 4), np.int64)
+        self.lay = np.zeros((len(shapes), 5), np.int64)
         views = []
         for k, shape in enumerate(shapes):
             self.lay[k, 0] = offsets[k]
@@ -208,9 +209,9 @@ class Tables:
         tables = (self.params, self.card, self.des, self.ops, self.fil, gives)
         for view, table in zip(views, tables, strict=False):  # the tables come first
             view[...] = table
-        self.base = tuple(views[6:16])  # the packed determinization (see pack)
-        self.deal = views[29]  # the next Derby's hands (deal[0, -1] < 0: not dealt)
-        self.acts = views[30]  # the actions to simulate
+        self.base = tuple(v[0] for v in views[6:16])  # the packed determinization (see pack)
+        self.deal = views[19]  # the next Derby's hands (deal[0, -1] < 0: not dealt)
+        self.acts = views[20]  # the actions to simulate
         self.seen: list = [None, None, None]  # what pack last converted (see pack)
 
 
@@ -687,15 +688,21 @@ def _offer(tb, st, t, op, acts, vals, k, kind):
         vals[k] = -1
         k += 1
     if k > 1:
-        for j in range(k):
-            topt[t, j, 0] = acts[j]
-            topt[t, j, 1] = vals[j]
-        tk[t, TK_NOPTS] = k
-        tk[t, TK_KIND] = kind
-        tk[t, TK_MAY] = may
+        _pend(tk, topt, t, acts, vals, k, kind, may)
         return False
     _record(tb, st, t, kind, vals[0])
     return True
+
+
+@_njit
+def _pend(tk, topt, t, acts, vals, k, kind, may):
+    """Task ``t`` waits for a choice among the ``k`` options (``t.opts, t.kind, t.may``)."""
+    for j in range(k):
+        topt[t, j, 0] = acts[j]
+        topt[t, j, 1] = vals[j]
+    tk[t, TK_NOPTS] = k
+    tk[t, TK_KIND] = kind
+    tk[t, TK_MAY] = may
 
 
 @_njit
@@ -878,12 +885,7 @@ def _step_swap(tb, st, ws, t, op, nprot):
     k = _swap_gives(tb, st, op, t, prot, nprot, stv, cands)
     _targets_of(tb, st, cands, k, player, acts, vals)
     if k > 1:
-        for j in range(k):
-            topt[t, j, 0] = acts[j]
-            topt[t, j, 1] = vals[j]
-        tk[t, TK_NOPTS] = k
-        tk[t, TK_KIND] = K_GIVE
-        tk[t, TK_MAY] = 0
+        _pend(tk, topt, t, acts, vals, k, K_GIVE, 0)
         return False
     _add_effect(teff, tk, t, E_SWAP, player, vals[0], tk[t, TK_TAKE], src)
     tk[t, TK_STAGE] = 0
@@ -969,16 +971,22 @@ def _decide(tb, st, t, action):
 
 
 @_njit
+def _has_effect(tk, teff, ntasks, kind):
+    """Whether a task of the level recorded an effect of ``kind``."""
+    for t in range(ntasks):
+        for j in range(tk[t, TK_NEFF]):
+            if teff[t, j, 0] == kind:
+                return True
+    return False
+
+
+@_njit
 def _apply_level(tb, st, ws):
     """``abilities.apply_level``: the level's effects, in the order discards,
     turn-face-down, gains, swaps."""
     cf, lin, lst, tk, teff, sc = st[0], st[2], st[4], st[6], st[8], st[9]
     ntasks = sc[S_NTASKS]
-    gains = False
-    for t in range(ntasks):
-        for j in range(tk[t, TK_NEFF]):
-            if teff[t, j, 0] == E_GAIN:
-                gains = True
+    gains = _has_effect(tk, teff, ntasks, E_GAIN)
     # gains choose among the piles as they were before this level's discards
     before_turn = ws[0][W_PILE0][: lst.shape[1]]
     before_all = ws[0][W_PILE1][: lst.shape[1]]
@@ -1080,12 +1088,7 @@ def _apply_swaps(st, ws):
     cf, lin, tk, teff, sc = st[0], st[2], st[6], st[8], st[9]
     owner = cf[CF_OWNER]
     ntasks = sc[S_NTASKS]
-    any_swap = False
-    for t in range(ntasks):
-        for j in range(tk[t, TK_NEFF]):
-            if teff[t, j, 0] == E_SWAP:
-                any_swap = True
-    if not any_swap:
+    if not _has_effect(tk, teff, ntasks, E_SWAP):
         return
     seen = ws[0][W_SEEN]
     seen[:] = 0
@@ -1244,7 +1247,8 @@ def _reveal(tb, st, ws):
 
 @_njit
 def _end_turn(tb, st, ws):
-    cf, hand, lin, pick, lst, sc = st[0], st[1], st[2], st[3], st[4], st[9]
+    """``_end_turn``: clear the turn's flags and effects; pass the hands, or end the Derby."""
+    cf, hand, lin, lst, sc = st[0], st[1], st[2], st[4], st[9]
     cf[CF_THIS_TURN, :] = 0
     sc[S_NTP] = 0
     lst[L_STOPPERS, -1] = 0
@@ -1262,12 +1266,21 @@ def _end_turn(tb, st, ws):
         _copy_into(hand[q], hand[q - 1])
     _copy_into(hand[0], last)
     sc[S_TURN] += 1
+    _start_turn(st)
+
+
+@_njit
+def _start_turn(st):
+    """Every player to deploy, no picks, no level, no tasks (``_start_turn``)."""
+    pick, lst, sc = st[3], st[4], st[9]
     sc[S_PHASE] = DEPLOY
+    sc[S_LEVEL] = -1
+    sc[S_NTASKS] = 0
     pick[:, -1] = 0
     movers = lst[L_MOVERS]
-    for q in range(n):
+    for q in range(pick.shape[0]):
         movers[q] = q
-    movers[-1] = n
+    movers[-1] = pick.shape[0]
 
 
 @_njit
@@ -1565,8 +1578,7 @@ def _simulate(tb, st, ws, me, noise, cur):
 @_njit
 def _start_derby(st, deal):
     """The next Derby's first turn, its hands dealt as ``deal`` (``_start_derby``)."""
-    cf, hand, lin, pick, lst, sc = st[0], st[1], st[2], st[3], st[4], st[9]
-    n = lin.shape[0]
+    cf, hand, lin, lst, sc = st[0], st[1], st[2], st[4], st[9]
     _copy_into(hand, deal)
     lin[:, -1] = 0
     lst[L_DISCARD, -1] = 0
@@ -1576,14 +1588,7 @@ def _start_derby(st, deal):
     cf[CF_THIS_TURN, :] = 0
     cf[CF_DONE, :] = 0
     sc[S_TURN] = 0
-    sc[S_PHASE] = DEPLOY
-    sc[S_LEVEL] = -1
-    sc[S_NTASKS] = 0
-    pick[:, -1] = 0
-    movers = lst[L_MOVERS]
-    for q in range(n):
-        movers[q] = q
-    movers[-1] = n
+    _start_turn(st)
 
 
 @_njit
@@ -1593,7 +1598,7 @@ def simulate_actions(mem, lay, fvals, noise, out, me, first, nacts):
     ``out``. The next Derby's hands: ``Tables.deal`` (``deal[0, -1] < 0``: not known).
     Returns (index reached, noise read before it, status): the actions before the index
     are done; at it, the status says why the kernel stopped."""
-    o, a, b, c = lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3]
+    o, a, b, c, e = lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3], lay[:, 4]
     tb = (
         mem[o[0] : o[0] + a[0]],
         mem[o[1] : o[1] + a[1] * b[1]].reshape((a[1], b[1])),
@@ -1603,37 +1608,26 @@ def simulate_actions(mem, lay, fvals, noise, out, me, first, nacts):
         fvals,
         mem[o[5] : o[5] + a[5]],
     )
-    base = (
-        mem[o[6] : o[6] + a[6] * b[6]].reshape((a[6], b[6])),
-        mem[o[7] : o[7] + a[7] * b[7]].reshape((a[7], b[7])),
-        mem[o[8] : o[8] + a[8] * b[8]].reshape((a[8], b[8])),
-        mem[o[9] : o[9] + a[9] * b[9]].reshape((a[9], b[9])),
-        mem[o[10] : o[10] + a[10] * b[10]].reshape((a[10], b[10])),
-        mem[o[11] : o[11] + a[11] * b[11]].reshape((a[11], b[11])),
-        mem[o[12] : o[12] + a[12] * b[12]].reshape((a[12], b[12])),
-        mem[o[13] : o[13] + a[13] * b[13] * c[13]].reshape((a[13], b[13], c[13])),
-        mem[o[14] : o[14] + a[14] * b[14] * c[14]].reshape((a[14], b[14], c[14])),
-        mem[o[15] : o[15] + a[15]],
-    )
-    st = (
+    # the state arrays, each a pair: [0] the packed determinization, [1] the playout's state
+    cf = mem[o[6] : o[6] + 2 * b[6] * c[6]].reshape((2, b[6], c[6]))
+    hand = mem[o[7] : o[7] + 2 * b[7] * c[7]].reshape((2, b[7], c[7]))
+    lin = mem[o[8] : o[8] + 2 * b[8] * c[8]].reshape((2, b[8], c[8]))
+    pick = mem[o[9] : o[9] + 2 * b[9] * c[9]].reshape((2, b[9], c[9]))
+    lst = mem[o[10] : o[10] + 2 * b[10] * c[10]].reshape((2, b[10], c[10]))
+    tp = mem[o[11] : o[11] + 2 * b[11] * c[11]].reshape((2, b[11], c[11]))
+    tk = mem[o[12] : o[12] + 2 * b[12] * c[12]].reshape((2, b[12], c[12]))
+    topt = mem[o[13] : o[13] + 2 * b[13] * c[13] * e[13]].reshape((2, b[13], c[13], e[13]))
+    teff = mem[o[14] : o[14] + 2 * b[14] * c[14] * e[14]].reshape((2, b[14], c[14], e[14]))
+    sc = mem[o[15] : o[15] + 2 * b[15]].reshape((2, b[15]))
+    base = (cf[0], hand[0], lin[0], pick[0], lst[0], tp[0], tk[0], topt[0], teff[0], sc[0])
+    st = (cf[1], hand[1], lin[1], pick[1], lst[1], tp[1], tk[1], topt[1], teff[1], sc[1])
+    ws = (
         mem[o[16] : o[16] + a[16] * b[16]].reshape((a[16], b[16])),
         mem[o[17] : o[17] + a[17] * b[17]].reshape((a[17], b[17])),
         mem[o[18] : o[18] + a[18] * b[18]].reshape((a[18], b[18])),
-        mem[o[19] : o[19] + a[19] * b[19]].reshape((a[19], b[19])),
-        mem[o[20] : o[20] + a[20] * b[20]].reshape((a[20], b[20])),
-        mem[o[21] : o[21] + a[21] * b[21]].reshape((a[21], b[21])),
-        mem[o[22] : o[22] + a[22] * b[22]].reshape((a[22], b[22])),
-        mem[o[23] : o[23] + a[23] * b[23] * c[23]].reshape((a[23], b[23], c[23])),
-        mem[o[24] : o[24] + a[24] * b[24] * c[24]].reshape((a[24], b[24], c[24])),
-        mem[o[25] : o[25] + a[25]],
     )
-    ws = (
-        mem[o[26] : o[26] + a[26] * b[26]].reshape((a[26], b[26])),
-        mem[o[27] : o[27] + a[27] * b[27]].reshape((a[27], b[27])),
-        mem[o[28] : o[28] + a[28] * b[28]].reshape((a[28], b[28])),
-    )
-    deal = mem[o[29] : o[29] + a[29] * b[29]].reshape((a[29], b[29]))
-    legal = mem[o[30] : o[30] + nacts]
+    deal = mem[o[19] : o[19] + a[19] * b[19]].reshape((a[19], b[19]))
+    legal = mem[o[20] : o[20] + nacts]
     cur = ws[0][W_CUR]
     cur[0] = 0
     derby = base[9][S_DERBY]

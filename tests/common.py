@@ -87,3 +87,19 @@ def play_seats(game: Game, seats: list, seed: int) -> State:
         assert state.is_legal(p, action), f"seat {p} chose illegal action {action}"
         state.apply_action(p, action)
     return state
+
+
+def wrecker_card(copies: int = 2) -> dict:
+    """A Demolition Derby design made only of vocabulary ops, for replaced card files."""
+    return {
+        "name": "Wrecker",
+        "type": "Walker",
+        "timing": "instant",
+        "text": "You may turn face down one combatant of Strength 3 or more; then gain a "
+        "Tank discarded this turn.",
+        "effects": [
+            {"op": "face_down", "may": True, "targets": {"owner": "other", "strength_min": 3}},
+            {"op": "gain", "targets": {"types": ["Tank"]}},
+        ],
+        "copies": {"base": copies, "4+": 0, "5+": 0, "6+": 0},
+    }

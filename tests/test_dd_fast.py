@@ -20,26 +20,11 @@ import agents.demolition_derby as dd
 from agents import dd_fast
 from agents.demolition_derby import DDTactical
 from derby_envs.core.errors import InvalidParameterError
-from derby_envs.core.policy import UniformRandomPolicy
 from derby_envs.games.demolition_derby.cards import DATA_DIR
 from derby_envs.games.demolition_derby.engine import CHOOSE
 from derby_envs.registry import make_game
-
-
-def positions(game, count: int, seed: int = 0) -> list:
-    """(state copy, mover) at decisions with a choice, from seeded random play."""
-    rand, out = UniformRandomPolicy(), []
-    while len(out) < count:
-        s = game.new_initial_state(seed)
-        rng = np.random.default_rng(seed)
-        while not s.is_terminal() and len(out) < count:
-            p = s.current_players()[0]
-            mask = s.legal_mask(p)
-            if mask.sum() > 1:
-                out.append((s.clone(), p))
-            s.apply_action(p, rand.act(None, mask, rng))
-        seed += 1
-    return out
+from tests.common import wrecker_card
+from training.tools.bench import decision_positions
 
 
 @pytest.fixture
@@ -61,7 +46,7 @@ def same_values(game, count: int, seed: int = 0, **kwargs) -> int:
     """Compare both paths on ``count`` positions; returns how many were ability choices."""
     fast, slow = DDTactical(game, fast=True, **kwargs), DDTactical(game, fast=False, **kwargs)
     choices = 0
-    for i, (s, p) in enumerate(positions(game, count, seed)):
+    for i, (s, p, _, _) in enumerate(decision_positions(game, count, seed)):
         legal = s.legal_actions(p)
         r1, r2 = np.random.default_rng(i), np.random.default_rng(i)
         a, b = fast.action_values(s, p, legal, r1), slow.action_values(s, p, legal, r2)
@@ -111,20 +96,7 @@ def test_a_replaced_card_file_needs_no_code_change(tmp_path):
     """The kernels read the card set's compiled tables: new data, the same values."""
     spec = json.loads((DATA_DIR / "cards.json").read_text())
     spec["name"] = "custom"
-    spec["cards"].append(
-        {
-            "name": "Wrecker",
-            "type": "Walker",
-            "timing": "instant",
-            "text": "You may turn face down one combatant of Strength 3 or more; then gain a "
-            "Tank discarded this turn.",
-            "effects": [
-                {"op": "face_down", "may": True, "targets": {"owner": "other", "strength_min": 3}},
-                {"op": "gain", "targets": {"types": ["Tank"]}},
-            ],
-            "copies": {"base": 3, "4+": 0, "5+": 0, "6+": 0},
-        }
-    )
+    spec["cards"].append(wrecker_card(copies=3))
     for card in spec["cards"]:  # and other printed Strengths
         if card["type"] == "Walker":
             card["type"] = "Tank"

@@ -10,7 +10,7 @@ import pytest
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.games.demolition_derby.cards import DATA_DIR, load_card_set
 from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
-from tests.common import play_random
+from tests.common import play_random, wrecker_card
 
 
 def _spec() -> dict:
@@ -33,20 +33,7 @@ def test_custom_card_file_needs_no_code(tmp_path):
     """A new design made only of vocabulary ops plays through the engine."""
     spec = _spec()
     spec["name"] = "custom"
-    spec["cards"].append(
-        {
-            "name": "Wrecker",
-            "type": "Walker",
-            "timing": "instant",
-            "text": "You may turn face down one combatant of Strength 3 or more; then gain a "
-            "Tank discarded this turn.",
-            "effects": [
-                {"op": "face_down", "may": True, "targets": {"owner": "other", "strength_min": 3}},
-                {"op": "gain", "targets": {"types": ["Tank"]}},
-            ],
-            "copies": {"base": 2, "4+": 0, "5+": 0, "6+": 0},
-        }
-    )
+    spec["cards"].append(wrecker_card())
     path = tmp_path / "custom.json"
     path.write_text(json.dumps(spec))
     g = DemolitionDerbyGame(num_players=3, cards=str(path))

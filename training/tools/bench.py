@@ -196,7 +196,11 @@ def record_positions(game_name: str, num_players: int, count: int, seed: int = 0
     """``count`` (state, player, observation, mask) decision points (more than one legal
     action) from seeded uniformly random games, each decision kept with probability 1/3 (so
     they spread over whole games and over every kind of decision)."""
-    game = make_game(game_name, num_players=num_players)
+    return decision_positions(make_game(game_name, num_players=num_players), count, seed)
+
+
+def decision_positions(game: Any, count: int, seed: int = 0) -> list:
+    """:func:`record_positions` of a game object (any parameters)."""
     rng = np.random.default_rng(seed)
     positions: list = []
     game_seed = seed
