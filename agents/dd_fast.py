@@ -173,6 +173,10 @@ class Tables:
         self.tc = max(16, 2 * n * game.picks_per_turn)
         self.oc = max(n * S, D) + 2
         self.ec = n * S + 2
+        # active protections: each Turn protection and each lineup card, times its design's
+        # protect ops
+        most = max(sum(o.op == "protect" for o in d.ops) for d in cs.designs)
+        self.prot_rows = (TP_CAP + n * self.lc) * max(most, 1)
         self.params = np.array([
             n, N, D, S, off["target"], off["gain"], off["copy"], off["decline"], off["accept"],
             game.picks_per_turn, game.params["wins_needed"], game.params["max_derbies"],
@@ -194,7 +198,7 @@ class Tables:
         shapes = [
             self.params.shape, self.card.shape, self.des.shape, self.ops.shape, self.fil.shape,
             gives.shape, *[(2, *x) for x in state], (W_ROWS, width),
-            (self.tc * 4 + n * self.lc * 4 + 8, 3), (n, D), (n, self.hc + 1),
+            (self.prot_rows, 3), (n, D), (n, self.hc + 1),
             (game.num_actions,),
         ]  # fmt: skip
         sizes = [int(np.prod(x)) for x in shapes]

@@ -49,6 +49,18 @@ for name, info in GAMES.items():
         done = term or trunc
     print("played", name)
 print("pettingzoo", importlib.metadata.version("pettingzoo"), "registry" if use_registry else "modules")
+# the strongest Demolition Derby heuristic as an in-env opponent: its Python playouts when
+# numba (the train extra) is not installed
+import importlib.util
+g = gymnasium.make(GAMES["demolition_derby"].gym_id, num_players=2, opponents="dd_tactical")
+fast = g.unwrapped.opponents[0].fast
+assert fast == (importlib.util.find_spec("numba") is not None), fast
+obs, info_ = g.reset(seed=2)
+done = False
+while not done:
+    obs, r, term, trunc, info_ = g.step(int(rng.choice(np.flatnonzero(info_["action_mask"]))))
+    done = term or trunc
+print("dd_tactical", "compiled" if fast else "python")
 """
 
 
@@ -116,6 +128,7 @@ def test_wheel_imports_and_plays_every_env(wheel, tmp_path):
     py = _venv_with(wheel, tmp_path / "venv")
     out = _run([str(py), "-c", PLAY_ALL], cwd=tmp_path)
     assert out.stdout.count("played") == 3 and "registry" in out.stdout, out.stdout
+    assert "dd_tactical python" in out.stdout, out.stdout  # no numba without the train extra
     # the console script a pip user runs first works without the training extra
     cli = _run([str(tmp_path / "venv" / "bin" / "derby-envs"), "list"], cwd=tmp_path)
     assert "Kentucky Derby" in cli.stdout
