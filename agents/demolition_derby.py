@@ -264,9 +264,9 @@ class DDTactical:
         tables.acts[: len(legal)] = legal
         out = np.empty(len(legal))
         packed = False
+        self._deploys = None  # a memo of the Python playouts (they work it out without)
         for _ in range(self.samples):
             base, deal_seed = self._resample(state, player, rng)
-            self._deploys = self._deploy_options(base, player)
             if not dd_fast.fits(base, self._tables):  # pragma: no cover - a guard
                 derby = base.derby
                 for i, a in enumerate(legal):
