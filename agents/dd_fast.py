@@ -12,10 +12,11 @@ change. It computes the same numbers as the Python playout, bit for bit:
   the generator's state kept) and read in the Python playout's order; afterwards the caller
   puts the generator back and draws exactly what was read, so the generator ends where the
   Python playout leaves it;
-* what the compiled path does not do (a tie between noisy scores, which draws an integer; a
-  move of mine that ends the Derby, whose playout deals the next one; a buffer too short) is
-  reported with the action it happened at, and the caller plays that action in Python from
-  the same generator position.
+* what the kernels cannot finish is reported with the action it happened at: a tie between
+  noisy scores (its tie-break draws an integer: the caller plays that action in Python from
+  the same generator position), a move of mine that ends the Derby (the caller deals the
+  next one, ``Tables.deal``, and the kernels go on into its first turn), a buffer too short
+  (the caller draws a longer one).
 
 The engine stays the reference: the recorded traces (tests/test_heuristic_traces_dd_kd.py)
 and a test of the values on random positions (tests/test_dd_fast.py) hold both paths to the
@@ -32,7 +33,7 @@ try:  # optional: without numba the Python playouts run (same choices, ~4x slowe
     # _nrt=False: without numba's runtime, so without its reference counting. Every array a
     # compiled call receives otherwise costs an atomic increment and decrement, which here
     # was ~7x the work itself (the helpers are small and called per card). The kernels
-    # therefore allocate nothing: the caller passes every buffer (Tables.workspace).
+    # therefore allocate nothing: every buffer is a view of the caller's ``Tables.mem``.
     _njit = numba.njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 except ImportError:  # pragma: no cover - exercised only where numba is not installed
     numba = None
@@ -107,7 +108,7 @@ TK_COLS = 13
 E_DISCARD, E_FACE_DOWN, E_GAIN, E_SWAP = range(4)
 TP_CAP = 16  # Turn protections in one turn
 
-# the kernels' workspace: rows of one integer array (ws[0]), allocated once per call
+# the kernels' workspace: rows of one integer array (ws[0]), a view of Tables.mem
 (W_CANDS, W_ACTS, W_VALS, W_STV, W_DSTV, W_BASE, W_MODS, W_SPECIAL, W_TOTALS, W_LEADS, W_CLIP,
  W_NL, W_TODO, W_MOVERS, W_COUNTS, W_HERE, W_KEYS, W_REVEALED, W_HAND, W_SORT, W_DUMMY, W_CUR,
  W_PILE0, W_PILE1, W_AVAIL, W_GKEYS, W_SEEN, W_ROWS) = range(28)  # fmt: skip
