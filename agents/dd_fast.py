@@ -89,8 +89,8 @@ F_ANY, F_YOU, F_OTHER = 0, 1, 2
 # design table columns
 DC_TIMING, DC_INSTANT, DC_COPIES, DC_OP0, DC_OP1, DC_GUARD = range(6)
 # params
-(P_N, P_NCARDS, P_D, P_S, P_T0, P_G0, P_C0, P_DECLINE, P_ACCEPT, P_PICKS, P_WINS_NEEDED,
- P_MAX_DERBIES, P_HC, P_LC, P_TC, P_OC, P_EC, P_SCAP, P_TCAP) = range(19)  # fmt: skip
+(P_N, P_D, P_S, P_T0, P_G0, P_C0, P_DECLINE, P_ACCEPT, P_PICKS, P_WINS_NEEDED, P_MAX_DERBIES,
+ P_SCAP, P_TCAP) = range(13)  # fmt: skip
 
 # ----- the packed state ---------------------------------------------------------------------
 # cf rows: per card
@@ -106,7 +106,9 @@ S_WINS = 8
 TK_COLS = 13
 # effect kinds (the order apply_level applies them in)
 E_DISCARD, E_FACE_DOWN, E_GAIN, E_SWAP = range(4)
-TP_CAP = 16  # Turn protections in one turn
+# Turn protections in one turn; like the tasks of one Instant level (Tables.tc) there are at
+# most as many as cards revealed in a turn (num_players x picks_per_turn <= 12)
+TP_CAP = 16
 
 # the kernels' workspace: rows of one integer array (ws[0]), a view of Tables.mem
 (W_CANDS, W_ACTS, W_VALS, W_STV, W_DSTV, W_BASE, W_MODS, W_SPECIAL, W_TOTALS, W_LEADS, W_CLIP,
@@ -179,16 +181,16 @@ class Tables:
         most = max(sum(o.op == "protect" for o in d.ops) for d in cs.designs)
         self.prot_rows = (TP_CAP + n * self.lc) * max(most, 1)
         self.params = np.array([
-            n, N, D, S, off["target"], off["gain"], off["copy"], off["decline"], off["accept"],
+            n, D, S, off["target"], off["gain"], off["copy"], off["decline"], off["accept"],
             game.picks_per_turn, game.params["wins_needed"], game.params["max_derbies"],
-            self.hc, self.lc, self.tc, self.oc, self.ec, STRENGTH_CAP, TOTAL_CAP,
+            STRENGTH_CAP, TOTAL_CAP,
         ], np.int64)  # fmt: skip
         self.fvals = np.array([value, strength], np.float64)  # per design: greedy values
         gives = np.array(gives_self, np.int64)
         self.n, self.N = n, N
         # Every integer array the kernels read or write is a view of one buffer, ``mem``,
-        # laid out by ``lay`` (offset and shape of each, in the order of ARRAYS): a call from
-        # Python unboxes each array argument (~0.25 us apiece), and there are 31.
+        # laid out by ``lay`` (offset and shape of each, in the order of ``shapes``): a call
+        # from Python unboxes each array argument (~0.25 us apiece), and there are 21.
         width = max(N, self.oc, D, self.hc, 3 * n) + 2
         state = [
             (4, N), (n, self.hc + 1), (n, self.lc + 1), (n, 3), (5, N + 1), (TP_CAP, 3),
@@ -296,11 +298,6 @@ def _rows(lists, width: int) -> list[list[int]]:
     """Lists as rows of ``width`` entries: padded, the length in the last one."""
     pad = [0] * width
     return [x + pad[: width - 1 - len(x)] + [len(x)] for x in lists]
-
-
-def fits(s, T: Tables) -> bool:
-    """Whether ``s`` fits the packed arrays (always, for the engine's states; a guard)."""
-    return len(s.tasks) <= T.tc and len(s.turn_protect) <= TP_CAP
 
 
 # ----- small list helpers (a row of a 2-D array, its length in the last column) ---------------

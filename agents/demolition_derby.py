@@ -267,12 +267,6 @@ class DDTactical:
         self._deploys = None  # a memo of the Python playouts (they work it out without)
         for _ in range(self.samples):
             base, deal_seed = self._resample(state, player, rng)
-            if not dd_fast.fits(base, self._tables):  # pragma: no cover - a guard
-                derby = base.derby
-                for i, a in enumerate(legal):
-                    last = i == len(legal) - 1
-                    totals[i] += self._play(base, derby, deal_seed, player, a, last, rng)
-                continue
             if packed and not base.tasks:
                 dd_fast.pack_hands(base, tables)
             else:
@@ -473,7 +467,7 @@ class DDTactical:
                     # float32 arithmetic of the observation path, reproduced exactly
                     x = v + (0.5 if leads[r] else 0.0)
                     if kind == _K_FACE_DOWN and self._pending(sim, c):
-                        x += _F32_03
+                        x += dd_fast.F32_03
                     scores.append(x)
             elif a < c0:
                 scores.append(self._strength[a - g0])
@@ -519,8 +513,6 @@ class DDTactical:
 _K_GIVE, _K_FACE_DOWN = K["swap_give"], K["face_down"]
 _NOISE_CAP = 1 << 16  # noise buffer size beyond which an action plays in Python
 _LEGAL_MEMO_CAP = 4096  # DDTactical._legal_picks entries kept (emptied when full)
-# np.float32(0.3): the observation's "Instant pending" flag weight as the float32 path adds it
-_F32_03 = float(np.float32(0.3))
 
 
 POLICIES = {
