@@ -2,21 +2,20 @@
 
 ``DDTactical.action_values`` simulates, for each of its determinizations, every legal action
 to the end of the turn with noisy-greedy answers of the other players and scores the result.
-This module runs those simulations compiled, on a packed copy of the determinization
+This module runs those simulations compiled, on a packed copy of the position
 (:func:`pack`: plain integer arrays), with the rules of :mod:`derby_envs.games.demolition_derby`
 (reveal, Instant levels and their effects, protections, Strengths, Derby scoring) interpreted
 from tables compiled from the card set (:class:`Tables`), so a replaced card file needs no code
 change. It computes the same numbers as the Python playout, bit for bit:
 
-* the noise of the simulated players is drawn by the caller (``rng.normal`` into a buffer,
-  the generator's state kept) and read in the Python playout's order; afterwards the caller
-  puts the generator back and draws exactly what was read, so the generator ends where the
-  Python playout leaves it;
-* what the kernels cannot finish is reported with the action it happened at: a tie between
-  noisy scores (its tie-break draws an integer: the caller plays that action in Python from
-  the same generator position), a move of mine that ends the Derby (the caller deals the
-  next one, ``Tables.deal``, and the kernels go on into its first turn), a buffer too short
-  (the caller draws a longer one).
+* the kernels draw from the caller's own generator (:mod:`agents.np_draws`: its bit
+  generator's C functions, numpy's algorithms on the raw words) exactly what the Python
+  playouts draw, in their order: each determinization's future-chance seed and re-deal
+  (:func:`_redeal`; the caller re-deals in Python where Mekk Mania re-draws the deck or
+  other players' ability choices are re-drawn), the simulated players' noise and the
+  integer tie-breaks of their noisy scores;
+* a move of mine that ends the Derby is handed back with where it happened: the caller
+  deals the next Derby (``Tables.deal``) and the kernels go on into its first turn.
 
 The engine stays the reference: the recorded traces (tests/test_heuristic_traces_dd_kd.py)
 and a test of the values on random positions (tests/test_dd_fast.py) hold both paths to the
@@ -42,6 +41,8 @@ except ImportError:  # pragma: no cover - exercised only where numba is not inst
         return fn
 
 
+from agents import np_draws
+from derby_envs.core.seats import seat_orders
 from derby_envs.games.demolition_derby import constants as _codes
 from derby_envs.games.demolition_derby.observer import STRENGTH_CAP, TOTAL_CAP
 
@@ -113,10 +114,10 @@ TP_CAP = 16
 # the kernels' workspace: rows of one integer array (ws[0]), a view of Tables.mem
 (W_CANDS, W_ACTS, W_VALS, W_STV, W_DSTV, W_BASE, W_MODS, W_SPECIAL, W_TOTALS, W_LEADS, W_CLIP,
  W_NL, W_TODO, W_MOVERS, W_COUNTS, W_HERE, W_KEYS, W_REVEALED, W_HAND, W_SORT, W_DUMMY, W_CUR,
- W_PILE0, W_PILE1, W_AVAIL, W_GKEYS, W_SEEN, W_ROWS) = range(28)  # fmt: skip
+ W_PILE0, W_PILE1, W_AVAIL, W_GKEYS, W_SEEN, W_TIES, W_ROWS) = range(29)  # fmt: skip
 
 # statuses of a simulated action
-OK, TIE, BUFFER, NEXT_DERBY = 0, 1, 2, 3
+OK, NEXT_DERBY = 0, 1
 
 F32_03 = float(np.float32(0.3))  # the observation's "Instant pending" weight (see DDTactical)
 
@@ -202,7 +203,7 @@ class Tables:
             self.params.shape, self.card.shape, self.des.shape, self.ops.shape, self.fil.shape,
             gives.shape, *[(2, *x) for x in state], (W_ROWS, width),
             (self.prot_rows, 3), (n, D), (n, self.hc + 1),
-            (game.num_actions,),
+            (game.num_actions,), (3, max(N, n) + 1),
         ]  # fmt: skip
         sizes = [int(np.prod(x)) for x in shapes]
         offsets = np.cumsum([0, *sizes])
@@ -219,10 +220,25 @@ class Tables:
         self.base = tuple(v[0] for v in views[6:16])  # the packed determinization (see pack)
         self.deal = views[19]  # the next Derby's hands (deal[0, -1] < 0: not dealt)
         self.acts = views[20]  # the actions to simulate
+        # the re-deal's unknown cards, its scratch, the seats dealt to (lengths last)
+        self.redeal = views[21]
+        self.seed = views[16][W_CUR, 1:2]  # the future-chance seed of the last re-deal
         self.seen: list = [None, None, None]  # what pack last converted (see pack)
 
 
 _KIND_CODE = {"discard": E_DISCARD, "face_down": E_FACE_DOWN, "gain": E_GAIN, "swap": E_SWAP}
+
+
+def pack_redeal(s, player: int, T: Tables) -> None:
+    """What the kernels' re-deal of ``s`` for ``player`` reads (:func:`_redeal`): the cards
+    ``player`` cannot place, in ``unknown_cards``' order, and the seats holding them."""
+    unknown = s.unknown_cards(player)
+    seats = seat_orders(T.n)[player][s.turn + 1 :]
+    rd = T.redeal
+    rd[0, : len(unknown)] = unknown
+    rd[0, -1] = len(unknown)
+    rd[2, : len(seats)] = seats
+    rd[2, -1] = len(seats)
 
 
 def pack_hands(s, T: Tables) -> None:
@@ -1382,9 +1398,10 @@ def _legal_designs(cdesign, hand, pick, counts, p, out):
 
 
 @_njit
-def _quick_deploy_all(tb, st, ws, noise, cur):
-    """``DDTactical._quick_deploy_all``: every pick still to make this turn. Returns the
-    picks made, or -1 if the noise buffer ran out (nothing is consistent then)."""
+def _quick_deploy_all(tb, st, ws, bits, sd):
+    """``DDTactical._quick_deploy_all``: every pick still to make this turn, the noise drawn
+    from the generator in the Python playout's order (and as many draws). Returns the
+    number of picks."""
     params, fvals, cdesign = tb[0], tb[5], tb[1][0]
     hand, pick, lst = st[1], st[3], st[4]
     counts = ws[0][W_COUNTS][: params[P_D]]
@@ -1393,7 +1410,7 @@ def _quick_deploy_all(tb, st, ws, noise, cur):
     movers = ws[0][W_MOVERS]
     _copy_into(movers[:nm], lst[L_MOVERS, :nm])
     legal, nl, todo = ws[2], ws[0][W_NL], ws[0][W_TODO]
-    count = 0
+    count = 0  # the draws the Python playout makes up front (see there)
     for j in range(nm):
         nl[j] = _legal_designs(cdesign, hand, pick, counts, movers[j], legal[j])
         count += nl[j]
@@ -1402,26 +1419,23 @@ def _quick_deploy_all(tb, st, ws, noise, cur):
         for j in range(nm):
             if todo[j] > 1:
                 count += max(nl[j] - 1, 1)
-    start = cur[0]
-    i = start
+    drawn = 0  # each pick reads the next draws in turn, so they are drawn as read
     picks = 0
     for j in range(nm):
         p = movers[j]
         for r in range(todo[j]):
             if r:
                 nl[j] = _legal_designs(cdesign, hand, pick, counts, p, legal[j])
-            end = i + nl[j]
-            if end > noise.size or start + count > noise.size:
-                return -1
-            best, top = 0, fvals[0, legal[j, 0]] + noise[i]
+            best, top = 0, fvals[0, legal[j, 0]] + (0.0 + sd * np_draws.standard_normal(bits))
             for x in range(1, nl[j]):
-                v = fvals[0, legal[j, x]] + noise[i + x]
+                v = fvals[0, legal[j, x]] + (0.0 + sd * np_draws.standard_normal(bits))
                 if v > top:
                     best, top = x, v
-            i = end
+            drawn += nl[j]
             _apply(tb, st, ws, p, legal[j, best])
             picks += 1
-    cur[0] = max(i, start + count)
+    for _ in range(drawn, count):  # drawn up front and not read
+        np_draws.standard_normal(bits)
     return picks
 
 
@@ -1443,16 +1457,14 @@ def _leads(tb, st, ws, p, leads):
 
 
 @_njit
-def _quick_choice(tb, st, ws, p, noise, cur):
-    """``DDTactical._quick_choice``: the noisy-greedy ability choice of ``p``. Returns the
-    action, -1 on a tie (the Python path draws the tie-break), -2 if the buffer ran out."""
+def _quick_choice(tb, st, ws, p, bits, sd):
+    """``DDTactical._quick_choice``: the noisy-greedy ability choice of ``p`` (the ties of
+    noisy scores broken by an integer draw, as there)."""
     tk, topt = st[6], st[7]
     t = _pending(st, p)
     k = tk[t, TK_NOPTS]
     if k == 1:
         return topt[t, 0, 0]
-    if cur[0] + k > noise.size:
-        return -2
     legal, keys = ws[0][W_SORT], ws[0][W_KEYS]
     for j in range(k):
         legal[j] = topt[t, j, 0]
@@ -1461,18 +1473,20 @@ def _quick_choice(tb, st, ws, p, noise, cur):
     _strengths(tb, st, False, ws)
     ws[0][W_LEADS][-1] = 0  # the leaders are computed on first use (see _option_score)
     top = -np.inf
-    best, ties = -1, 0
+    tied, ties = ws[0][W_TIES], 0
     for x in range(k):
-        # score + noise on doubles: the same sum as the Python playout's
-        s = _option_score(tb, st, ws, t, p, legal[x]) + noise[cur[0] + x]
+        # score + noise on doubles: the same sum as the Python playout's (which draws the
+        # k normals first; the scores draw nothing, so the order is the same)
+        s = _option_score(tb, st, ws, t, p, legal[x]) + (0.0 + sd * np_draws.standard_normal(bits))
         if s > top:
-            top, best, ties = s, legal[x], 1
+            top, ties = s, 1
+            tied[0] = x
         elif s == top:
+            tied[ties] = x
             ties += 1
-    cur[0] += k
     if ties > 1:
-        return -1
-    return best
+        return legal[tied[np_draws.integers(bits, ties)]]
+    return legal[tied[0]]
 
 
 @_njit
@@ -1537,8 +1551,8 @@ def _target_score(tb, st, ws, t, p, a):
 
 
 @_njit
-def _simulate(tb, st, ws, me, noise, cur):
-    """``DDTactical._simulate``: to the end of the turn; (score, status)."""
+def _simulate(tb, st, ws, me, bits, sd):
+    """``DDTactical._simulate``: to the end of the turn; the score."""
     lin, lst, sc = st[2], st[4], st[9]
     n = lin.shape[0]
     derby, turn = sc[S_DERBY], sc[S_TURN]
@@ -1546,23 +1560,15 @@ def _simulate(tb, st, ws, me, noise, cur):
     steps = 0
     while sc[S_PHASE] != OVER and sc[S_DERBY] == derby and sc[S_TURN] == turn and steps < 200:
         if sc[S_PHASE] == DEPLOY:
-            k = _quick_deploy_all(tb, st, ws, noise, cur)
-            if k < 0:
-                return 0.0, BUFFER
-            steps += k
+            steps += _quick_deploy_all(tb, st, ws, bits, sd)
             continue
         p = lst[L_MOVERS, 0]
-        a = _quick_choice(tb, st, ws, p, noise, cur)
-        if a == -1:
-            return 0.0, TIE
-        if a == -2:
-            return 0.0, BUFFER
-        _apply(tb, st, ws, p, a)
+        _apply(tb, st, ws, p, _quick_choice(tb, st, ws, p, bits, sd))
         steps += 1
     if sc[S_PHASE] == OVER:
-        return 100.0 * sc[S_WINS + n + me], OK
+        return 100.0 * sc[S_WINS + n + me]
     if sc[S_DERBY] != derby:
-        return 30.0 * (sc[S_WINS + me] - wins_before) - 10.0, OK
+        return 30.0 * (sc[S_WINS + me] - wins_before) - 10.0
     _derby_scores(tb, st, ws)
     totals, special = ws[0][W_TOTALS][:n], ws[0][W_SPECIAL][:n]
     others = -(1 << 62)
@@ -1574,7 +1580,7 @@ def _simulate(tb, st, ws, me, noise, cur):
         score += 8.0
     elif _amax(special) > 0:
         score -= 8.0
-    return score, OK
+    return score
 
 
 @_njit
@@ -1594,12 +1600,55 @@ def _start_derby(st, deal):
 
 
 @_njit
-def simulate_actions(mem, lay, fvals, noise, out, me, first, nacts):
-    """Simulate the first ``nacts`` actions of ``Tables.acts`` from ``first`` on, from the
-    packed determinization (not changed), with the noise buffer; writes each score into
-    ``out``. The next Derby's hands: ``Tables.deal`` (``deal[0, -1] < 0``: not known).
-    Returns (index reached, noise read before it, status): the actions before the index
-    are done; at it, the status says why the kernel stopped."""
+def _redeal(tb, base, ws, rd, bits, me):
+    """``DDTactical._resample`` on the packed position, in place: the seed of the copy's
+    future chance (into ``W_CUR[1]``), then ``redeal_hidden``'s draws in its order: the
+    shuffle of the unknown cards (``rd[0]``) into the unknown hands (seats ``rd[2]``), the
+    other players' deploy picks. Not for Mekk Mania or ability choices to re-draw (the
+    caller re-deals those in Python)."""
+    ws[0][W_CUR][1] = np_draws.integers(bits, (1 << 63) - 1)
+    hand, pick, sc = base[1], base[3], base[9]
+    if sc[S_PHASE] == OVER:
+        return
+    unknown, fresh, seats = rd[0], rd[1], rd[2]
+    k = unknown[-1]
+    _copy_into(fresh[:k], unknown[:k])
+    np_draws.shuffle(bits, fresh, k)
+    i = 0
+    for j in range(seats[-1]):
+        q = seats[j]
+        for x in range(hand[q, -1]):
+            hand[q, x] = fresh[i]
+            i += 1
+    if sc[S_PHASE] != DEPLOY:
+        return
+    params, cdesign = tb[0], tb[1][0]
+    counts, legal = ws[0][W_COUNTS][: params[P_D]], ws[0][W_SORT]
+    for q in range(params[P_N]):
+        m = pick[q, -1]
+        if q == me or not m:
+            continue
+        pick[q, -1] = 0  # re-drawn one by one, each legal after the ones before
+        for r in range(m):
+            k = _legal_designs(cdesign, hand, pick, counts, q, legal)
+            pick[q, r] = legal[np_draws.integers(bits, k)]
+            pick[q, -1] = r + 1
+
+
+@_njit
+def simulate_actions(
+    mem, lay, fvals, bits, sd, out, me, nacts, samples, redeal, sample, first, resume
+):
+    """Add the simulated score of each of the first ``nacts`` actions of ``Tables.acts`` on
+    each of ``samples`` determinizations into ``out``: with ``redeal``, each one re-dealt
+    from the packed position by :func:`_redeal` (kept in place for the next); without, the
+    packed determinization itself (``samples`` 1). The noise and the tie-breaks are drawn
+    from the generator at ``bits`` (:mod:`agents.np_draws`) in the Python playouts' order.
+
+    ``sample``, ``first``: where to start (0, 0 at first); ``resume``: that sample is
+    already re-dealt. Returns (sample, action, status): OK when done; NEXT_DERBY when my
+    move at that point ends the Derby and its successor is not dealt (``Tables.deal[0, -1]
+    < 0``): the caller deals it from the seed in ``W_CUR[1]`` and calls again from there."""
     o, a, b, c, e = lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3], lay[:, 4]
     tb = (
         mem[o[0] : o[0] + a[0]],
@@ -1630,20 +1679,21 @@ def simulate_actions(mem, lay, fvals, noise, out, me, first, nacts):
     )
     deal = mem[o[19] : o[19] + a[19] * b[19]].reshape((a[19], b[19]))
     legal = mem[o[20] : o[20] + nacts]
-    cur = ws[0][W_CUR]
-    cur[0] = 0
+    rd = mem[o[21] : o[21] + a[21] * b[21]].reshape((a[21], b[21]))
     derby = base[9][S_DERBY]
-    for i in range(first, legal.size):
-        read = cur[0]
-        _load(st, base)
-        _apply(tb, st, ws, me, legal[i])
-        if st[9][S_DERBY] != derby and st[9][S_PHASE] != OVER:
-            # my move ended the Derby: the playout goes on into the next one's first turn
-            if deal[0, -1] < 0:
-                return i, read, NEXT_DERBY
-            _start_derby(st, deal)
-        score, status = _simulate(tb, st, ws, me, noise, cur)
-        if status != OK:
-            return i, read, status
-        out[i] = score
-    return legal.size, cur[0], OK
+    for smp in range(sample, samples):
+        if smp != sample:
+            first = 0
+        if redeal and not (resume and smp == sample):
+            _redeal(tb, base, ws, rd, bits, me)
+            deal[0, -1] = -1  # this sample's next Derby: not dealt yet
+        for i in range(first, nacts):
+            _load(st, base)
+            _apply(tb, st, ws, me, legal[i])
+            if st[9][S_DERBY] != derby and st[9][S_PHASE] != OVER:
+                # my move ended the Derby: the playout goes on into the next one's first turn
+                if deal[0, -1] < 0:
+                    return smp, i, NEXT_DERBY
+                _start_derby(st, deal)
+            out[i] += _simulate(tb, st, ws, me, bits, sd)
+    return samples, 0, OK

@@ -27,10 +27,11 @@ from operator import add
 
 import numpy as np
 
-from agents import dd_fast
+from agents import dd_fast, np_draws
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.seats import seat_orders
 from derby_envs.games.demolition_derby.engine import (
+    CHOOSE,
     DEC_KINDS,
     DEPLOY,
     LINEUP_EXTRA,
@@ -151,7 +152,6 @@ class DDTactical:
 
     name = "dd_tactical"
     needs_state = True
-    _noise_margin = 4  # noise drawn ahead per simulated action beyond twice the average read
 
     def __init__(
         self,
@@ -188,7 +188,6 @@ class DDTactical:
         # the designs a player can pick, by (hand, -1, picks) (see _legal_designs)
         self._legal_picks: dict[tuple[int, ...], list[int]] = {}
         self._tables = None
-        self._reads_per_action = 16.0  # noise draws a simulated action reads (running mean)
         if self.fast:
             self._tables = dd_fast.Tables(game, self._value, self._strength, self.quick.gives_self)
 
@@ -217,10 +216,9 @@ class DDTactical:
     ) -> np.ndarray:
         """The summed simulated score of each action in ``legal`` over ``samples``
         determinizations (what ``act_state`` maximises)."""
-        totals = [0.0] * len(legal)  # Python floats: the same sums as an array's
         if self._tables is not None:
-            self._compiled_values(state, player, legal, rng, totals)
-            return np.array(totals)
+            return self._compiled_values(state, player, legal, rng)
+        totals = [0.0] * len(legal)  # Python floats: the same sums as an array's
         for _ in range(self.samples):
             base, deal_seed = self._resample(state, player, rng)
             self._deploys = self._deploy_options(base, player)
@@ -255,16 +253,23 @@ class DDTactical:
         player: int,
         legal: list[int],
         rng: np.random.Generator,
-        totals: list[float],
-    ) -> None:
+    ) -> np.ndarray:
         """``action_values`` with the playouts compiled (:mod:`agents.dd_fast`): the same
-        determinizations, each packed into the kernels' arrays (a re-deal without abilities
-        in resolution changes the hands and picks only: the rest is packed once)."""
+        determinizations and the same draws, made by the kernels from ``rng``'s own bit
+        generator (:mod:`agents.np_draws`). The kernels re-deal the packed position
+        themselves, except in Mekk Mania (its deck is re-drawn too) and when other players'
+        ability choices are to be re-drawn (the engine's abilities decide which are legal):
+        there each determinization is re-dealt in Python and packed."""
         tables = self._tables
         tables.acts[: len(legal)] = legal
-        out = np.empty(len(legal))
-        packed = False
+        out = np.zeros(len(legal))
         self._deploys = None  # a memo of the Python playouts (they work it out without)
+        if not self._mekk and not (state.phase == CHOOSE and self._others_chose(state, player)):
+            dd_fast.pack(state, tables)
+            dd_fast.pack_redeal(state, player, tables)
+            self._run_kernel(state, player, len(legal), rng, out, self.samples, True)
+            return out
+        packed = False
         for _ in range(self.samples):
             base, deal_seed = self._resample(state, player, rng)
             if packed and not base.tasks:
@@ -272,58 +277,52 @@ class DDTactical:
             else:
                 dd_fast.pack(base, tables)
                 packed = not base.tasks
-            self._compiled_sample(base, deal_seed, player, legal, out, rng, totals)
+            tables.seed[0] = deal_seed
+            self._run_kernel(base, player, len(legal), rng, out, 1, False)
+        return out
 
-    def _compiled_sample(
+    @staticmethod
+    def _others_chose(state: DemolitionDerbyState, player: int) -> bool:
+        """Whether another player made an ability choice at this level (hidden from
+        ``player``: ``redeal_hidden`` re-draws it)."""
+        return any(t.player != player and t.made for t in state.tasks)
+
+    def _run_kernel(
         self,
-        base: SimulationState,
-        deal_seed: int,
+        base: SimulationState | DemolitionDerbyState,
         player: int,
-        legal: list[int],
-        out: np.ndarray,
+        nacts: int,
         rng: np.random.Generator,
-        totals: list[float],
+        out: np.ndarray,
+        samples: int,
+        redeal: bool,
     ) -> None:
-        """Add each action's simulated score on ``base`` (packed) to ``totals``. The
-        noise is drawn ahead into a buffer with the generator's state kept; after each
-        kernel call the state is put back and exactly the draws read are made again, so
-        ``rng`` ends where the Python playouts leave it. An action the kernel hands back (a
-        tie of noisy scores) plays in Python from the same generator position; a Derby ended
-        by my move gets the next deal; a short buffer is made longer."""
-        bitgen = rng.bit_generator
-        sd = self.quick.noise
-        # twice the draws an action has read on average so far (the buffer's size changes
-        # only the speed); a kernel that runs out says so and gets a longer one
-        size = max(1, int(len(legal) * (2.0 * self._reads_per_action + self._noise_margin)))
+        """Add the simulated scores of the first ``nacts`` actions on ``samples``
+        determinizations of the packed ``base`` into ``out``, dealing the next Derby
+        whenever the kernel reaches one (it draws from ``rng`` under the generator's lock,
+        as numpy's own methods do)."""
         tables = self._tables
+        bitgen = rng.bit_generator
+        bits = np_draws.addresses_of(bitgen)
+        sd = self.quick.noise
+        sample, first, resume = 0, 0, False
         tables.deal[0, -1] = -1  # not dealt yet
-        derby, i = base.derby, 0
-        while i < len(legal):
-            saved = bitgen.state
-            noise = rng.normal(0, sd, size)
-            reached, read, status = dd_fast.simulate_actions(
-                tables.mem, tables.lay, tables.fvals, noise, out, player, i, len(legal)
-            )
-            bitgen.state = saved
-            if read:
-                rng.normal(0, sd, read)  # the same draws as the Python playouts make
-            if reached > i:
-                self._reads_per_action += 0.05 * (read / (reached - i) - self._reads_per_action)
-            for j in range(i, reached):
-                totals[j] += float(out[j])
-            i = reached
-            if status == dd_fast.NEXT_DERBY:
-                self._next_deal(base, deal_seed)
-            elif status == dd_fast.BUFFER and size < _NOISE_CAP:
-                size *= 4
-            elif status != dd_fast.OK:  # a tie of noisy scores (or no buffer is enough)
-                last = i == len(legal) - 1
-                totals[i] += self._play(base, derby, deal_seed, player, legal[i], last, rng)
-                i += 1
+        while True:
+            with bitgen.lock:
+                sample, first, status = dd_fast.simulate_actions(
+                    tables.mem, tables.lay, tables.fvals, bits, sd, out, player, nacts,
+                    samples, redeal, sample, first, resume,
+                )  # fmt: skip
+            if status == dd_fast.OK:
+                return
+            # my move ended the Derby: its successor, dealt from this determinization's seed
+            self._next_deal(base, int(tables.seed[0]))
+            resume = True
 
-    def _next_deal(self, base: SimulationState, deal_seed: int) -> None:
+    def _next_deal(self, base: DemolitionDerbyState, deal_seed: int) -> None:
         """The hands of the Derby after ``base``'s, as ``deal_next_derby(deal_seed)`` deals
-        them, into the kernels' ``deal``."""
+        them, into the kernels' ``deal`` (they depend on the seed and the card set only, so
+        any determinization of the position deals them alike)."""
         s = base.simulation_copy(self._scratch)
         s.deal_next_derby(deal_seed)
         self._tables.deal[...] = dd_fast._rows(s.hands, self._tables.hc + 1)
@@ -511,7 +510,6 @@ class DDTactical:
 
 
 _K_GIVE, _K_FACE_DOWN = K["swap_give"], K["face_down"]
-_NOISE_CAP = 1 << 16  # noise buffer size beyond which an action plays in Python
 _LEGAL_MEMO_CAP = 4096  # DDTactical._legal_picks entries kept (emptied when full)
 
 

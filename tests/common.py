@@ -25,6 +25,13 @@ from derby_envs.test import (  # noqa: F401 - re-exported for the rule tests
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
 
+def same_state(a, b) -> bool:
+    """Bit generator states (``bit_generator.state``: dicts, some holding arrays) are equal."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
+    return bool(np.array_equal(a, b))
+
+
 def play_random(state: State, rng: np.random.Generator, max_steps: int = 100_000) -> int:
     """Play uniformly random legal moves to the end; returns the number of actions taken."""
     steps = 0

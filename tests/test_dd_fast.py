@@ -3,14 +3,17 @@
 On positions from seeded random play (deploys and ability choices, every player count, both
 variants, a replaced card file) the compiled path must give every action the same summed
 score, bit for bit, and leave the shared generator in the same state: the same choices and
-the same randomness downstream. The paths the kernel hands back to Python (a tie of noisy
-scores, a Derby ended by my move, a noise buffer too short) are each forced and checked.
+the same randomness downstream. The kernels draw from the generator themselves (tested on
+their own in tests/test_np_draws.py); the re-deal runs in the kernels or, for Mekk Mania and
+re-drawn ability choices, in Python: both are checked, as are the ties of noisy scores and a
+Derby ended by my move (handed back to Python for the next deal).
 The recorded traces (tests/test_heuristic_traces_dd_kd.py) replay with the compiled path.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 
 import numpy as np
@@ -23,37 +26,68 @@ from derby_envs.core.errors import InvalidParameterError
 from derby_envs.games.demolition_derby.cards import DATA_DIR
 from derby_envs.games.demolition_derby.engine import CHOOSE
 from derby_envs.registry import make_game
-from tests.common import wrecker_card
+from tests.common import same_state, wrecker_card
 from training.tools.bench import decision_positions
 
 
 @pytest.fixture
 def statuses(monkeypatch) -> Counter:
-    """The statuses the kernel returns (which paths a test went through)."""
+    """The statuses the kernel returns and the re-deals ("kernel": packed for the kernels'
+    re-deal, "python": re-dealt in Python): which paths a test went through."""
     seen: Counter = Counter()
-    kernel = dd_fast.simulate_actions
+    kernel, pack_redeal, resample = (
+        dd_fast.simulate_actions,
+        dd_fast.pack_redeal,
+        DDTactical._resample,
+    )
 
     def counting(*args):
         out = kernel(*args)
         seen[int(out[2])] += 1
         return out
 
+    def packing(*args):
+        seen["kernel"] += 1
+        return pack_redeal(*args)
+
+    def resampling(self, *args):
+        seen["python"] += self.fast
+        return resample(self, *args)
+
     monkeypatch.setattr(dd.dd_fast, "simulate_actions", counting)
+    monkeypatch.setattr(dd.dd_fast, "pack_redeal", packing)
+    monkeypatch.setattr(DDTactical, "_resample", resampling)
     return seen
 
 
-def same_values(game, count: int, seed: int = 0, **kwargs) -> int:
-    """Compare both paths on ``count`` positions; returns how many were ability choices."""
+class CountingRng:
+    """A generator that counts the tie-breaks ``_quick_choice`` draws (the Python path)."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng, self.bit_generator, self.ties = rng, rng.bit_generator, 0
+
+    def __getattr__(self, name):
+        return getattr(self.rng, name)
+
+    def integers(self, *args, **kwargs):
+        self.ties += sys._getframe(1).f_code.co_name == "_quick_choice"
+        return self.rng.integers(*args, **kwargs)
+
+
+def same_values(game, count: int, seed: int = 0, bitgen=np.random.PCG64, **kwargs) -> tuple:
+    """Compare both paths on ``count`` positions; returns how many were ability choices
+    and how many noisy-score ties the Python playouts broke."""
     fast, slow = DDTactical(game, fast=True, **kwargs), DDTactical(game, fast=False, **kwargs)
-    choices = 0
+    choices = ties = 0
     for i, (s, p, _, _) in enumerate(decision_positions(game, count, seed)):
         legal = s.legal_actions(p)
-        r1, r2 = np.random.default_rng(i), np.random.default_rng(i)
+        r1, r2 = np.random.Generator(bitgen(i)), CountingRng(np.random.Generator(bitgen(i)))
         a, b = fast.action_values(s, p, legal, r1), slow.action_values(s, p, legal, r2)
         assert a.tolist() == b.tolist(), (i, legal)
-        assert r1.bit_generator.state == r2.bit_generator.state, i
+        assert same_state(r1.bit_generator.state, r2.bit_generator.state), i
         choices += s.phase == CHOOSE
-    return choices
+        ties += r2.ties
+    return choices, ties
 
 
 @pytest.mark.parametrize(
@@ -69,27 +103,34 @@ def same_values(game, count: int, seed: int = 0, **kwargs) -> int:
 )
 def test_compiled_playouts_give_the_python_values_and_draws(params, statuses):
     game = make_game("demolition_derby", **params)
-    assert same_values(game, 60) > 0  # ability choices among the positions
+    assert same_values(game, 60)[0] > 0  # ability choices among the positions
     assert statuses[dd_fast.OK] > 0
+    # the standard variant re-deals in the kernels (and in Python where choices are
+    # re-drawn); Mekk Mania in Python only
+    if params.get("variant") == "mekk_mania":
+        assert statuses["kernel"] == 0 and statuses["python"] > 0
+    else:
+        assert statuses["kernel"] > 0
 
 
-def test_the_paths_handed_back_to_python_keep_the_values(statuses, monkeypatch):
-    # no noise: noisy-greedy scores tie, and the tie-break is drawn in Python
+def test_python_redeals_of_redrawn_choices_keep_the_values(statuses):
+    game = make_game("demolition_derby", num_players=6)
+    same_values(game, 200, seed=5)
+    assert statuses["kernel"] > 0 and statuses["python"] > 0
+
+
+def test_ties_and_the_next_derby_keep_the_values(statuses):
+    # no noise: noisy-greedy scores tie, and the kernels draw the tie-breaks
     game = make_game("demolition_derby", num_players=4)
-    same_values(game, 40, noise=0.0)
-    assert statuses[dd_fast.TIE] > 0
+    assert same_values(game, 40, noise=0.0)[1] > 0
     # a Derby ended by my move: the kernel gets the next deal and plays its first turn
     assert statuses[dd_fast.NEXT_DERBY] > 0
-    # a buffer of one draw: made longer until the playouts fit
-    monkeypatch.setattr(DDTactical, "_noise_margin", -1000)
-    statuses.clear()
-    same_values(game, 20, seed=3)
-    assert statuses[dd_fast.BUFFER] > 0
-    # ... and past the cap, the action plays in Python
-    monkeypatch.setattr(dd, "_NOISE_CAP", 1)
-    statuses.clear()
-    same_values(game, 20, seed=4)
-    assert statuses[dd_fast.BUFFER] > 0 and statuses[dd_fast.OK] == 0
+
+
+@pytest.mark.parametrize("bitgen", [np.random.Philox, np.random.SFC64, np.random.MT19937])
+def test_any_bit_generator_gives_the_python_values(bitgen):
+    game = make_game("demolition_derby", num_players=3)
+    same_values(game, 20, bitgen=bitgen)
 
 
 def test_a_replaced_card_file_needs_no_code_change(tmp_path):
@@ -103,7 +144,7 @@ def test_a_replaced_card_file_needs_no_code_change(tmp_path):
     path = tmp_path / "custom.json"
     path.write_text(json.dumps(spec))
     game = make_game("demolition_derby", num_players=3, cards=str(path))
-    assert same_values(game, 60) > 0
+    assert same_values(game, 60)[0] > 0
 
 
 def test_fast_needs_numba(monkeypatch):
