@@ -325,7 +325,7 @@ class DDTactical:
         any determinization of the position deals them alike)."""
         s = base.simulation_copy(self._scratch)
         s.deal_next_derby(deal_seed)
-        self._tables.deal[...] = dd_fast._rows(s.hands, self._tables.hc + 1)
+        self._tables.deal.reshape(-1)[:] = dd_fast._rows(s.hands, self._tables.hc + 1)
 
     # The simulation works on the engine's light copies (``simulation_copy``: no fresh bit
     # generator per copy, no observation vectors and masks, no deal of the next Derby) and runs

@@ -14,6 +14,9 @@ tests/test_np_draws.py checks every function against numpy on many seeds.
 
 numba's own ``Generator`` support does the same with a boxed generator, but unboxing one costs
 ~8.5 us per call and needs numba's runtime, which the kernels here run without.
+
+numba's cache keys a compiled function on its own file only: after a change here, touch the
+modules whose kernels call these (agents/dd_fast.py) so that their cached code is rebuilt.
 """
 
 from __future__ import annotations
