@@ -142,3 +142,24 @@ def test_bench_config_refuses_bad_configs_before_timing(tmp_path, capsys):
     assert main([*args, "--config", str(rllib)]) == 2
     assert "backend: rllib config" in capsys.readouterr().err
     assert not out.exists()  # nothing was timed or written
+
+
+def test_the_training_profile_script_names_the_parts(capsys):
+    """scripts/profile_training.py (the profile docs/training.md quotes) runs and reports
+    the opponents' decisions, the rollouts and the updates of a short run."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "profile_training.py"
+    spec = importlib.util.spec_from_file_location("profile_training", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.main(["--players", "2", "--n-envs", "2", "--timesteps", "256"])
+    shares = {}
+    for line in capsys.readouterr().out.splitlines():
+        if line.endswith("%"):
+            label, share = line.rsplit(None, 1)
+            shares[label.strip()] = float(share[:-1])
+    assert 0 < shares["opponents' decisions (act_state)"] < 100
+    assert 0 < shares["dd_tactical kernel call"] < shares["opponents' decisions (act_state)"]
+    assert shares["MaskablePPO rollouts"] > 0 and shares["MaskablePPO updates (train)"] > 0
