@@ -133,6 +133,13 @@ def test_any_bit_generator_gives_the_python_values(bitgen):
     same_values(game, 20, bitgen=bitgen)
 
 
+@pytest.mark.parametrize("samples", [1, 3])
+def test_other_sample_counts_give_the_python_values(samples, statuses):
+    game = make_game("demolition_derby", num_players=4)
+    same_values(game, 30, seed=2, samples=samples)
+    assert statuses["kernel"] > 0
+
+
 def test_a_replaced_card_file_needs_no_code_change(tmp_path):
     """The kernels read the card set's compiled tables: new data, the same values."""
     spec = json.loads((DATA_DIR / "cards.json").read_text())
