@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # optional: without numba the Python playouts run (same choices, ~4x slower)
+try:  # optional: without numba the Python playouts run (same choices, ~8-10x slower)
     import numba
 
     # _nrt=False: without numba's runtime, so without its reference counting. Every array a
@@ -43,6 +43,9 @@ except ImportError:  # pragma: no cover - exercised only where numba is not inst
 
 from agents import np_draws
 from derby_envs.core.seats import seat_orders
+
+if np_draws.numba is None:  # pragma: no cover - numba without what np_draws needs (a private
+    numba = None  # module of numba's): the Python playouts, not kernels that cannot compile
 from derby_envs.games.demolition_derby import constants as _codes
 from derby_envs.games.demolition_derby.observer import STRENGTH_CAP, TOTAL_CAP
 

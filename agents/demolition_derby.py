@@ -11,7 +11,7 @@
   the position (Strength margin over the best opponent, Derby wins, Commander/Underdog
   conditions). It uses only what ``resample_hidden`` keeps, so it never peeks.
 
-Both are cheap: greedy ~15 µs per decision; tactical ~0.15-0.2 ms (``samples`` x legal
+Both are cheap: greedy ~15 µs per decision; tactical ~0.06-0.1 ms (``samples`` x legal
 actions x one simulated turn, ~8 turns a decision). Its playouts run compiled
 (:mod:`agents.dd_fast`, numba) wherever numba is installed; ``fast=False`` runs them in Python
 on light state copies (~0.65 ms), with the same values, choices and generator draws
@@ -148,6 +148,7 @@ class DDTactical:
     ``samples``: determinizations per decision; ``noise``: the standard deviation of the
     simulated players' noisy-greedy scores; ``fast``: the compiled playouts (None: wherever
     numba is installed; False: the Python ones; both give the same values and draws).
+    An agent keeps its work buffers: one agent per thread (copies and pickles rebuild them).
     """
 
     name = "dd_tactical"
@@ -190,6 +191,20 @@ class DDTactical:
         self._tables = None
         if self.fast:
             self._tables = dd_fast.Tables(game, self._value, self._strength, self.quick.gives_self)
+
+    def __getstate__(self) -> dict:
+        """Pickled and deep-copied without the kernels' tables: their arrays are views of one
+        buffer, which a copy would turn into separate arrays (rebuilt on load instead)."""
+        state = self.__dict__.copy()
+        state["_tables"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.fast:
+            self._tables = dd_fast.Tables(
+                self.game, self._value, self._strength, self.quick.gives_self
+            )
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
@@ -305,7 +320,7 @@ class DDTactical:
         bitgen = rng.bit_generator
         bits = np_draws.addresses_of(bitgen)
         sd = self.quick.noise
-        sample, first, resume = 0, 0, False
+        sample, first, resume, handed_back = 0, 0, False, None
         tables.deal[0, -1] = -1  # not dealt yet
         while True:
             with bitgen.lock:
@@ -315,6 +330,9 @@ class DDTactical:
                 )  # fmt: skip
             if status == dd_fast.OK:
                 return
+            if resume and (sample, first) == handed_back:  # the deal did not reach the kernel
+                raise RuntimeError("dd_fast: the next Derby's deal is not in the kernels' buffer")
+            handed_back = (sample, first)
             # my move ended the Derby: its successor, dealt from this determinization's seed
             self._next_deal(base, int(tables.seed[0]))
             resume = True

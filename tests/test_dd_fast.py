@@ -133,6 +133,25 @@ def test_any_bit_generator_gives_the_python_values(bitgen):
     same_values(game, 20, bitgen=bitgen)
 
 
+def test_a_copied_or_pickled_agent_keeps_the_values():
+    """The kernels' buffers are views of one array: a copy rebuilds them (a copy of the
+    views would leave the kernels reading a buffer nothing writes)."""
+    import copy
+    import pickle
+
+    game = make_game("demolition_derby", num_players=4)
+    agent = DDTactical(game, fast=True)
+    slow = DDTactical(game, fast=False)
+    for other in (pickle.loads(pickle.dumps(agent)), copy.deepcopy(agent)):
+        assert other._tables is not None and other._tables.base[0].base is other._tables.mem
+        for i, (s, p, _, _) in enumerate(decision_positions(game, 30, 6)):
+            legal = s.legal_actions(p)
+            r1, r2 = np.random.default_rng(i), np.random.default_rng(i)
+            a, b = other.action_values(s, p, legal, r1), slow.action_values(s, p, legal, r2)
+            assert a.tolist() == b.tolist(), i
+            assert same_state(r1.bit_generator.state, r2.bit_generator.state), i
+
+
 @pytest.mark.parametrize("samples", [1, 3])
 def test_other_sample_counts_give_the_python_values(samples, statuses):
     game = make_game("demolition_derby", num_players=4)
