@@ -43,11 +43,11 @@ except ImportError:  # pragma: no cover - exercised only where numba is not inst
 
 from agents import np_draws
 from derby_envs.core.seats import seat_orders
+from derby_envs.games.demolition_derby import constants as _codes
+from derby_envs.games.demolition_derby.observer import STRENGTH_CAP, TOTAL_CAP
 
 if np_draws.numba is None:  # pragma: no cover - numba without what np_draws needs (a private
     numba = None  # module of numba's): the Python playouts, not kernels that cannot compile
-from derby_envs.games.demolition_derby import constants as _codes
-from derby_envs.games.demolition_derby.observer import STRENGTH_CAP, TOTAL_CAP
 
 # The engine's codes, written out: numba bakes module constants into its cached machine code
 # and would not see a change in another module, so a change there fails here instead.
@@ -116,7 +116,7 @@ TP_CAP = 16
 
 # the kernels' workspace: rows of one integer array (ws[0]), a view of Tables.mem
 (W_CANDS, W_ACTS, W_VALS, W_STV, W_DSTV, W_BASE, W_MODS, W_SPECIAL, W_TOTALS, W_LEADS, W_CLIP,
- W_NL, W_TODO, W_MOVERS, W_COUNTS, W_HERE, W_KEYS, W_REVEALED, W_HAND, W_SORT, W_DUMMY, W_CUR,
+ W_NL, W_TODO, W_MOVERS, W_COUNTS, W_HERE, W_KEYS, W_REVEALED, W_HAND, W_SORT, W_DUMMY, W_SEED,
  W_PILE0, W_PILE1, W_AVAIL, W_GKEYS, W_SEEN, W_TIES, W_ROWS) = range(29)  # fmt: skip
 
 # statuses of a simulated action
@@ -129,6 +129,7 @@ class Tables:
     """The card set and game constants as arrays for the kernels (built once per agent)."""
 
     def __init__(self, game, value: list[float], strength: list[float], gives_self: list[bool]):
+        self._args = (game, value, strength, gives_self)
         cs = game.cards
         D, N, n, S = game.num_designs, cs.num_cards, game.num_players, game.slots
         filters: list[tuple] = []
@@ -226,8 +227,13 @@ class Tables:
         self.acts = views[20]  # the actions to simulate
         # the re-deal's unknown cards, its scratch, the seats dealt to (lengths last)
         self.redeal = views[21]
-        self.seed = views[16][W_CUR, 1:2]  # the future-chance seed of the last re-deal
+        self.seed = views[16][W_SEED, :1]  # the future-chance seed of the last re-deal
         self.seen: list = [None, None, None]  # what pack last converted (see pack)
+
+    def __reduce__(self) -> tuple:
+        """Copied and pickled as built anew: the arrays are views of ``mem``, which a copy
+        of each would turn into separate arrays that the kernels never see."""
+        return (Tables, self._args)
 
 
 _KIND_CODE = {"discard": E_DISCARD, "face_down": E_FACE_DOWN, "gain": E_GAIN, "swap": E_SWAP}
@@ -259,8 +265,9 @@ def pack(s, T: Tables) -> None:
     n, N = T.n, T.N
     cf, hand, lin, pick, lst, tp, tk, topt, teff, sc = T.base
     # The per-card flags, the lineups and the piles are converted only when they differ
-    # from the last state packed (a list comparison costs a fraction of a conversion; the
-    # seats of one field share an agent and decide on the same public position in turn).
+    # from the last state packed (a list comparison costs a fraction of a conversion): the
+    # determinizations of one position re-dealt in Python, an agent object playing several
+    # seats. (A field of ``opponents="dd_tactical"`` has an agent per seat: 2-4% hits.)
     # One conversion per array; the flag lists as bytes (True/False are bytes 1/0).
     seen = T.seen
     flags = (s.owner, s.face_up, s.this_turn, s.instant_done)
@@ -1613,11 +1620,11 @@ def _start_derby(st, deal):
 @_njit
 def _redeal(tb, base, ws, rd, bits, me):
     """``DDTactical._resample`` on the packed position, in place: the seed of the copy's
-    future chance (into ``W_CUR[1]``), then ``redeal_hidden``'s draws in its order: the
+    future chance (into ``W_SEED[0]``), then ``redeal_hidden``'s draws in its order: the
     shuffle of the unknown cards (``rd[0]``) into the unknown hands (seats ``rd[2]``), the
     other players' deploy picks. Not for Mekk Mania or ability choices to re-draw (the
     caller re-deals those in Python)."""
-    ws[0][W_CUR][1] = np_draws.integers(bits, (1 << 63) - 1)
+    ws[0][W_SEED][0] = np_draws.integers(bits, (1 << 63) - 1)
     hand, pick, sc = base[1], base[3], base[9]
     if sc[S_PHASE] == OVER:
         return
@@ -1659,7 +1666,7 @@ def simulate_actions(
     ``sample``, ``first``: where to start (0, 0 at first); ``resume``: that sample is
     already re-dealt. Returns (sample, action, status): OK when done; NEXT_DERBY when my
     move at that point ends the Derby and its successor is not dealt (``Tables.deal[0, -1]
-    < 0``): the caller deals it from the seed in ``W_CUR[1]`` and calls again from there."""
+    < 0``): the caller deals it from the seed in ``W_SEED[0]`` and calls again from there."""
     o, a, b, c, e = lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3], lay[:, 4]
     tb = (
         mem[o[0] : o[0] + a[0]],

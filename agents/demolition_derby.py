@@ -148,7 +148,8 @@ class DDTactical:
     ``samples``: determinizations per decision; ``noise``: the standard deviation of the
     simulated players' noisy-greedy scores; ``fast``: the compiled playouts (None: wherever
     numba is installed; False: the Python ones; both give the same values and draws).
-    An agent keeps its work buffers: one agent per thread (copies and pickles rebuild them).
+    An agent keeps its work buffers (``dd_fast.Tables``: copies and pickles rebuild them): one
+    agent per thread.
     """
 
     name = "dd_tactical"
@@ -191,20 +192,6 @@ class DDTactical:
         self._tables = None
         if self.fast:
             self._tables = dd_fast.Tables(game, self._value, self._strength, self.quick.gives_self)
-
-    def __getstate__(self) -> dict:
-        """Pickled and deep-copied without the kernels' tables: their arrays are views of one
-        buffer, which a copy would turn into separate arrays (rebuilt on load instead)."""
-        state = self.__dict__.copy()
-        state["_tables"] = None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if self.fast:
-            self._tables = dd_fast.Tables(
-                self.game, self._value, self._strength, self.quick.gives_self
-            )
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator

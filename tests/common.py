@@ -25,6 +25,17 @@ from derby_envs.test import (  # noqa: F401 - re-exported for the rule tests
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
 
+def load_script(name: str):
+    """A script of scripts/ as a module (scripts/ is not a package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def same_state(a, b) -> bool:
     """Bit generator states (``bit_generator.state``: dicts, some holding arrays) are equal."""
     if isinstance(a, dict):

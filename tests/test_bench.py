@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from derby_envs.registry import available_games, game_info
+from tests.common import load_script
 from training.cli import main
 from training.tools.bench import TRAINING_FIELDS, game_heuristics
 
@@ -147,14 +148,7 @@ def test_bench_config_refuses_bad_configs_before_timing(tmp_path, capsys):
 def test_the_training_profile_script_names_the_parts(capsys):
     """scripts/profile_training.py (the profile docs/training.md quotes) runs and reports
     the opponents' decisions, the rollouts and the updates of a short run."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "scripts" / "profile_training.py"
-    spec = importlib.util.spec_from_file_location("profile_training", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.main(["--players", "2", "--n-envs", "2", "--timesteps", "256"])
+    load_script("profile_training").main(["--players", "2", "--n-envs", "2", "--timesteps", "256"])
     shares = {}
     for line in capsys.readouterr().out.splitlines():
         if line.endswith("%"):

@@ -3,21 +3,12 @@ count and compare right."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-_SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
-
-def _load(name: str):
-    """A script of scripts/ as a module (scripts/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(name, _SCRIPTS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tests.common import load_script as _load
 
 
 def _script():
