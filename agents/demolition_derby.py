@@ -23,6 +23,7 @@ before issue 12.
 
 from __future__ import annotations
 
+import warnings
 from operator import add
 
 import numpy as np
@@ -147,8 +148,9 @@ class DDTactical:
 
     ``samples``: determinizations per decision; ``noise``: the standard deviation of the
     simulated players' noisy-greedy scores; ``fast``: the compiled playouts (None: wherever
-    numba is installed; False: the Python ones; both give the same values and draws).
-    An agent keeps its work buffers (``dd_fast.Tables``: copies and pickles rebuild them): one
+    numba is installed and :func:`agents.np_draws.numpy_mismatch` finds the kernels' draws
+    to be this numpy's, else a warning and the Python ones; True: the compiled ones or an
+    error; False: the Python ones; both give the same values and draws). An agent keeps its work buffers (``dd_fast.Tables``: copies and pickles rebuild them): one
     agent per thread.
     """
 
@@ -173,6 +175,20 @@ class DDTactical:
             )
         # fast: the compiled playouts (same values and draws); default: wherever numba is
         self.fast = dd_fast.numba is not None if fast is None else bool(fast)
+        mismatch = np_draws.numpy_mismatch() if self.fast else ""
+        if mismatch and fast:  # the kernels would not draw what the Python playouts draw
+            raise InvalidParameterError(
+                f"parameter 'fast': the compiled playouts' draws differ from numpy's here "
+                f"({mismatch}); allowed: fast=False or None (the Python playouts)"
+            )
+        if mismatch:
+            warnings.warn(
+                f"dd_tactical: the Python playouts run (~10x slower), as the compiled ones' "
+                f"draws differ from numpy's here: {mismatch}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.fast = False
         self.game = game
         self.samples = samples
         self.greedy = DDGreedy(game)

@@ -10,7 +10,9 @@ the words come from it, and its own 32-bit buffering (``has_uint32``) stays insi
 
 The caller holds ``bit_generator.lock`` around a kernel call (as numpy's methods do), keeps
 the ``Generator`` alive, and passes :func:`addresses` of its bit generator.
-tests/test_np_draws.py checks every function against numpy on many seeds.
+tests/test_np_draws.py checks every function against numpy on many seeds; numpy promises a
+method's stream only within a version, so :func:`numpy_mismatch` repeats a short check once
+per process (``DDTactical`` falls back to its Python playouts, with a warning, if it fails).
 
 numba's own ``Generator`` support does the same with a boxed generator, but unboxing one costs
 ~8.5 us per call and needs numba's runtime, which the kernels here run without.
@@ -22,6 +24,7 @@ modules whose kernels call these (agents/dd_fast.py) so that their cached code i
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
@@ -207,3 +210,72 @@ if numba is not None:
         for i in range(k - 1, 0, -1):
             j = interval(bits, i)
             a[i], a[j] = a[j], a[i]
+
+    @_njit
+    def _replay(bits, plan, out, perm):
+        """The draws of ``plan`` rows (kind, argument) in order: 0 a normal, 1 ``integers(arg)``,
+        2 a shuffle of ``arg`` items (``out``: the permutation as one number)."""
+        for i in range(plan.shape[0]):
+            kind, arg = plan[i, 0], plan[i, 1]
+            if kind == 0:
+                out[i] = standard_normal(bits)
+            elif kind == 1:
+                out[i] = integers(bits, arg)
+            else:
+                for j in range(arg):
+                    perm[j] = j
+                shuffle(bits, perm, arg)
+                h = 0
+                for j in range(arg):
+                    h = (h * 41 + perm[j]) % 1000003
+                out[i] = h
+
+
+# bounds of the integers the kernels draw (a few items, a seed) and Lemire's rejection cases
+_CHECK_BOUNDS = (1, 2, 3, 5, 7, 40, 2**31, 3 * 2**30 + 7, 2**32, 3 * 2**61, 2**63 - 1)
+
+
+@functools.cache
+def numpy_mismatch() -> str:
+    """ "" if these draws are numpy's in this process, else what differs.
+
+    numpy does not promise that a ``Generator`` method's algorithm stays the same across
+    versions (only within one); the tests pin it for the installed numpy, and callers check
+    this once per process before trusting kernels to stand in for numpy's own draws: 3,000
+    mixed draws (normals, bounded integers, shuffles) from two seeded PCG64 generators, and
+    the generators' final states. ~1 ms after the first call's kernel load."""
+    return first_difference(np.random.Generator)
+
+
+def first_difference(reference) -> str:
+    """:func:`numpy_mismatch` against ``reference(bit_generator)``, a ``Generator`` or a
+    stand-in with its ``standard_normal``, ``integers``, ``shuffle`` and ``bit_generator``."""
+    if numba is None:
+        return "numba is not installed"
+    kinds = np.arange(3000) % 3
+    args = np.where(kinds == 1, np.resize(_CHECK_BOUNDS, 3000), 1 + np.arange(3000) % 37)
+    plan = np.stack([kinds, np.where(kinds == 0, 0, args)], axis=1).astype(np.int64)
+    for seed in (0, 12345):
+        mine, ref = np.random.Generator(np.random.PCG64(seed)), reference(np.random.PCG64(seed))
+        out, perm = np.zeros(len(plan)), np.zeros(64, np.int64)
+        with mine.bit_generator.lock:
+            _replay(addresses(mine.bit_generator), plan, out, perm)
+        for i, (kind, arg) in enumerate(plan.tolist()):
+            if kind == 0:
+                want, what = ref.standard_normal(), "standard_normal()"
+            elif kind == 1:
+                want, what = float(ref.integers(arg)), f"integers({arg})"
+            else:
+                x = list(range(arg))
+                ref.shuffle(x)
+                want, what = 0, f"shuffle of {arg} items"
+                for v in x:
+                    want = (want * 41 + v) % 1000003
+            if out[i] != want:
+                return (
+                    f"numpy {np.__version__}: draw {i} of seed {seed}, {what}, is {want!r} "
+                    f"in numpy and {float(out[i])!r} in agents.np_draws"
+                )
+        if mine.bit_generator.state != ref.bit_generator.state:
+            return f"numpy {np.__version__}: the generator ends elsewhere (seed {seed})"
+    return ""

@@ -109,3 +109,37 @@ def test_normals_reach_the_tail_as_numpy():
     assert (np.abs(expected) > 3.66).sum() > 10
     assert draws.tolist() == expected.tolist()
     assert mine.bit_generator.state == ref.bit_generator.state
+
+
+def test_the_run_time_check_agrees_with_the_installed_numpy():
+    """What callers check once per process: empty here (the kernels above are numpy's)."""
+    np_draws.numpy_mismatch.cache_clear()
+    assert np_draws.numpy_mismatch() == ""
+
+
+def test_the_run_time_check_finds_a_changed_algorithm():
+    """A numpy whose bounded integers drew differently is reported, naming the draw."""
+
+    class Shifted(np.random.Generator):
+        def integers(self, high, *a, **k):
+            return super().integers(high, *a, **k) ^ (1 if high > 2 else 0)
+
+    assert np_draws.first_difference(np.random.Generator) == ""
+    why = np_draws.first_difference(Shifted)
+    assert "integers(" in why and np.__version__ in why and "draw 4 of seed 0" in why
+
+
+def test_dd_tactical_falls_back_when_the_draws_differ(monkeypatch):
+    """fast=None: a warning and the Python playouts (same choices as fast=False); fast=True:
+    an error naming the allowed values."""
+    from agents.demolition_derby import DDTactical
+    from derby_envs.core.errors import InvalidParameterError
+    from derby_envs.registry import make_game
+
+    game = make_game("demolition_derby", num_players=2)
+    monkeypatch.setattr(np_draws, "numpy_mismatch", lambda: "numpy 0.0: draw 1 differs")
+    with pytest.warns(RuntimeWarning, match="draw 1 differs"):
+        assert DDTactical(game).fast is False
+    with pytest.raises(InvalidParameterError, match="fast=False or None"):
+        DDTactical(game, fast=True)
+    assert DDTactical(game, fast=False).fast is False
