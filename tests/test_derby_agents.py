@@ -220,3 +220,63 @@ def test_race_outlook_of_a_settled_race_is_the_score():
     win, score = race_win_shares(state)
     assert np.array_equal(score, actual)
     assert win[0] == 1.0
+
+
+def _decisions(game: DerbyGame, seed: int) -> list:
+    """(observation, mask) of a derby_exchange self-play game's decisions."""
+    pol = make_policy("derby_exchange", game)
+    s, rng, out = game.new_initial_state(seed), np.random.default_rng(seed), []
+    while not s.is_terminal():
+        p = s.current_players()[0]
+        obs, mask = s.observation(p), s.legal_mask(p)
+        out.append((obs, mask))
+        s.apply_action(p, pol.act(obs, mask, rng))
+    return out
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copied_heuristic_values_as_the_original(how):
+    """A policy that has decided (its compiled path's arrays in use) copies or pickles into
+    one that gives the same values (a copy used to hold copies of views of its work arrays,
+    which the kernels never wrote: wrong values on ~every decision)."""
+    import copy
+    import pickle
+
+    g = DerbyGame(num_players=4)
+    positions = _decisions(g, 3)
+    pol = make_policy("derby_exchange", g)
+    expected = [pol.action_values(o, m) for o, m in positions]
+    twin = copy.deepcopy(pol) if how == "deepcopy" else pickle.loads(pickle.dumps(pol))
+    assert pol.fast and twin.fast
+    for (o, m), want in zip(positions, expected, strict=True):
+        assert np.array_equal(twin.action_values(o, m), want)
+
+
+def test_policies_in_threads_value_as_one_alone():
+    """The work arrays are per thread: four threads deciding at once with two policies (the
+    kernels release the GIL) give the values of a policy deciding alone, at 4 and 5 players
+    (two layouts of work arrays)."""
+    import threading
+
+    games = [DerbyGame(num_players=4), DerbyGame(num_players=5)]
+    cases = [(g, _decisions(g, 5 + k)) for k, g in enumerate(games)]
+    alone = [[make_policy("derby_exchange", g).action_values(o, m) for o, m in pos]
+             for g, pos in cases]  # fmt: skip
+    shared = [make_policy("derby_exchange", g) for g in games]
+
+    def run(slot: int) -> None:
+        k = slot % 2
+        g, pos = cases[k]
+        for _ in range(3):
+            for j, (o, m) in enumerate(pos):
+                got[slot][j] = shared[k].action_values(o, m)
+
+    got = [[None] * len(cases[slot % 2][1]) for slot in range(4)]  # 2 threads per policy
+    threads = [threading.Thread(target=run, args=(slot,)) for slot in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for slot in range(4):
+        for have, want in zip(got[slot], alone[slot % 2], strict=True):
+            assert np.array_equal(have, want)
