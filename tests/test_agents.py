@@ -94,3 +94,40 @@ def test_kentucky_derby_heuristics_beat_random():
         row = next(r for r in result.rows if r["agent"] == agent)
         assert row["win_lo95"] > 0.2, row  # fair share is 1/5
         assert row["mean_score"] > 0
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+@pytest.mark.parametrize(("game_name", "agent"), list(_cases()))
+def test_a_copy_of_an_agent_in_use_plays_as_the_original(game_name, agent, how):
+    """An agent that has decided (caches, compiled paths' buffers in use) copies or pickles
+    into one that plays as it does: the same actions on the game's next decisions, from
+    generators in the same state (vectorised envs and workers copy agents)."""
+    import copy
+    import pickle
+
+    game = make_game(game_name)
+    small = {
+        "search": {"rollouts": 1},
+        "ismcts": {"iterations": 4},
+        "derby_rollout": {"rollouts": 2},
+    }
+    policy = make_policy(agent, game, **small.get(agent, {}))
+    rng = np.random.default_rng(1)
+    state = game.new_initial_state(1)
+    for _ in range(30):  # in use
+        if state.is_terminal():
+            break
+        p = state.current_players()[0]
+        state.apply_action(p, choose(policy, state, p, rng))
+    twin = copy.deepcopy(policy) if how == "deepcopy" else pickle.loads(pickle.dumps(policy))
+    if state.is_terminal():  # a short game: compare on the next one
+        state = game.new_initial_state(2)
+    compared = 0
+    while not state.is_terminal() and compared < 40:
+        p = state.current_players()[0]
+        r1, r2 = np.random.default_rng(compared), np.random.default_rng(compared)
+        a = choose(policy, state, p, r1)
+        assert choose(twin, state, p, r2) == a, (agent, compared)
+        state.apply_action(p, a)
+        compared += 1
+    assert compared > 0
