@@ -87,12 +87,16 @@ def _phi(x: np.ndarray) -> np.ndarray:
 _LOCAL = threading.local()
 
 
-def _work_arrays(lay: np.ndarray, sizes: tuple) -> tuple:
-    """This thread's ``(FW, IW, need, lay, T, out, dec_p, info)`` for the layout ``lay``."""
+def _work_arrays(lay: np.ndarray, sizes: tuple, key: bytes) -> tuple:
+    """This thread's ``(FW, IW, need, lay, T, out, dec_p, info)`` for the layout ``lay``
+    (``key``: its bytes)."""
+    try:
+        return _LOCAL.work[key]
+    except (AttributeError, KeyError):
+        pass
     table = getattr(_LOCAL, "work", None)
     if table is None:
         table = _LOCAL.work = {}
-    key = lay.tobytes()
     hit = table.get(key)
     if hit is None:
         nf, ni, nidx = sizes
@@ -421,9 +425,9 @@ class _DerbyBase:
                 [self.card_moves_f.ravel(), self._ct_prof, self._scale, _NODES, _WEIGHTS]
             )
             CI = np.concatenate([self._off, self.card_ranks.ravel(), self._ct_thr])
-            self._consts = (CF, CI, lay, (sum(f_sizes), sum(i_sizes), i_sizes[4]))
-        CF, CI, lay, sizes = self._consts
-        return (CF, CI, *_work_arrays(lay, sizes))
+            self._consts = (CF, CI, lay, (sum(f_sizes), sum(i_sizes), i_sizes[4]), lay.tobytes())
+        CF, CI, lay, sizes, key = self._consts
+        return (CF, CI, *_work_arrays(lay, sizes, key))
 
     def _options_fast(self, observation: np.ndarray, mask: np.ndarray) -> dict[int, float]:
         """``_options`` through the compiled kernels (the same values, bit for bit)."""
