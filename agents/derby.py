@@ -92,22 +92,19 @@ def _work_arrays(lay: np.ndarray, sizes: tuple, key: bytes) -> tuple:
     (``key``: its bytes)."""
     try:
         return _LOCAL.work[key]
-    except (AttributeError, KeyError):
+    except AttributeError:  # this thread's first
+        _LOCAL.work = {}
+    except KeyError:  # this layout's first in this thread
         pass
-    table = getattr(_LOCAL, "work", None)
-    if table is None:
-        table = _LOCAL.work = {}
-    hit = table.get(key)
-    if hit is None:
-        nf, ni, nidx = sizes
-        FW, IW = np.zeros(nf), np.zeros(ni, np.int64)
-        o = lay[9 + 4]  # the table offsets (integer part 4) start unfilled
-        IW[o : o + nidx] = -1
-        V = lay[-3]
-        views = (  # what Python reads: the table, the results, decline chances, counts
-            FW[lay[5] : lay[6]], FW[lay[8] :], FW[lay[4] : lay[4] + V], IW[lay[12] : lay[12] + 8]
-        )  # fmt: skip
-        hit = table[key] = (FW, IW, np.zeros((2, H, H), np.bool_), lay.copy(), *views)
+    nf, ni, nidx = sizes
+    FW, IW = np.zeros(nf), np.zeros(ni, np.int64)
+    o = lay[9 + 4]  # the table offsets (integer part 4) start unfilled
+    IW[o : o + nidx] = -1
+    V = lay[-3]
+    views = (  # what Python reads: the table, the results, decline chances, counts
+        FW[lay[5] : lay[6]], FW[lay[8] :], FW[lay[4] : lay[4] + V], IW[lay[12] : lay[12] + 8]
+    )  # fmt: skip
+    hit = _LOCAL.work[key] = (FW, IW, np.zeros((2, H, H), np.bool_), lay.copy(), *views)
     return hit
 
 
