@@ -11,6 +11,10 @@ from derby_envs.core.policy import available_policies, choose, resolve_policy
 from derby_envs.registry import available_games, make_game
 from training.evaluate import run_tournament
 
+# search agents with their smallest budgets: these tests are about legality and state, not
+# strength
+SMALL = {"search": {"rollouts": 1}, "ismcts": {"iterations": 4}, "derby_rollout": {"rollouts": 2}}
+
 
 def _cases():
     for game in available_games():
@@ -21,15 +25,9 @@ def _cases():
 @pytest.mark.parametrize(("game_name", "agent"), list(_cases()))
 def test_every_agent_finishes_games_with_legal_moves(game_name, agent):
     game = make_game(game_name)
-    # search agents with their smallest budgets: this test is about legality, not strength
-    small = {
-        "search": {"rollouts": 1},
-        "ismcts": {"iterations": 4},
-        "derby_rollout": {"rollouts": 2},
-    }
-    policy = make_policy(agent, game, **small.get(agent, {}))
+    policy = make_policy(agent, game, **SMALL.get(agent, {}))
     rng = np.random.default_rng(0)
-    for seed in range(1 if agent in small else 3):
+    for seed in range(1 if agent in SMALL else 3):
         state = game.new_initial_state(seed)
         steps = 0
         while not state.is_terminal():
@@ -106,12 +104,7 @@ def test_a_copy_of_an_agent_in_use_plays_as_the_original(game_name, agent, how):
     import pickle
 
     game = make_game(game_name)
-    small = {
-        "search": {"rollouts": 1},
-        "ismcts": {"iterations": 4},
-        "derby_rollout": {"rollouts": 2},
-    }
-    policy = make_policy(agent, game, **small.get(agent, {}))
+    policy = make_policy(agent, game, **SMALL.get(agent, {}))
     rng = np.random.default_rng(1)
     state = game.new_initial_state(1)
     for _ in range(30):  # in use
