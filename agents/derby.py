@@ -28,10 +28,12 @@ The model runs in one of two implementations with the same values, bit for bit (
 median, 1.5 ms mean per decision on Derby 4p positions of random play) and, where numba is
 installed (the default then), compiled kernels that tabulate the pairwise chances per number
 value, compute a placing probability only where a score reads it, and run the sums and
-divisions vectorised over groups of combinations (about 10x faster on the median and 11x on
-the mean on this 2-core machine, ``scripts/time_heuristics.py --only derby_exchange``; the
-first decision of a process loads the kernels from numba's cache, ~1 s, or compiles them
-once, ~20-50 s). See "the fast path" below.
+divisions vectorised over groups of combinations (x8.5-10.4 on the median and x9.7-11.5 on
+the mean on this 2-core machine, ``scripts/time_heuristics.py --only derby_exchange``, the
+numpy model gaining most on a quiet machine; the first decision of a process loads the
+kernels from numba's cache, 0.3-1 s, or compiles them once, ~20-50 s). See "the fast path"
+below; the kernels' work arrays belong to the thread (shared by its Derby policies), so a
+policy can be copied, pickled and shared between threads.
 
 ``derby_rollout`` is derby_exchange improved by a rollout search late in the game: paired
 playouts of a derby_exchange field decide where to deviate from its move (``agents/search.py``).

@@ -47,7 +47,11 @@ Measured 2026-12-01 on the 2-core dev machine (400 positions, 3 rounds), same ru
   ~4): median 452 / 454 / 475 -> 45.0 / 43.7 / 47.5 us (x10.1 / x10.4 / x10.0), mean 1424 /
   1435 / 1466 -> 125 / 126 / 127 us (x11.4 / x11.4 / x11.5); first call (kernels from numba's
   cache) 0.35-0.4 s, ~20-110 s when they compile. At load ~1.5, before the last step (fewer
-  kernel arguments), x9.1-9.5 median and x9.8-11.3 mean.
+  kernel arguments), x9.1-9.5 median and x9.8-11.3 mean. 2026-12-02, load ~0.5 (five runs,
+  173eea1 and its parent): median 441-475 -> 50-52 us (x8.5-9.5), mean 1316-1398 -> 134-138 us
+  (x9.7-10.4): the numpy model runs faster on a quiet machine, the kernels hardly change.
+* kd_value 5p, 2026-12-02, load ~0.5: cold median 56.6 -> 21.0 us (x2.7), warm 0.8 us (x67);
+  in play median 59.0 -> 1.4 us (x43), mean 60.4 -> 2.9 us (x21).
 """
 
 from __future__ import annotations
