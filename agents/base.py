@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.params import Param
 from derby_envs.core.policy import UniformRandomPolicy, choose
 
 __all__ = ["Policy", "RandomPolicy", "choose", "legal_actions", "option_policy"]
@@ -34,6 +35,12 @@ class Policy(Protocol):
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> int: ...
+
+
+#: the ``fast`` option of the compiled heuristics: True, False or None (wherever numba is)
+FAST = Param(
+    "fast", None, bool, "the compiled path (None: wherever numba is installed)", allow_none=True
+)
 
 
 class RandomPolicy(UniformRandomPolicy):

@@ -29,7 +29,9 @@ from operator import add
 import numpy as np
 
 from agents import dd_fast, np_draws
+from agents.base import FAST
 from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.params import Param
 from derby_envs.core.seats import seat_orders
 from derby_envs.games.demolition_derby.engine import (
     CHOOSE,
@@ -61,6 +63,10 @@ _ABILITY_BONUS = {
 }
 
 
+_SAMPLES = Param("samples", 2, int, "determinizations per decision", low=1)
+_NOISE = Param("noise", 0.3, float, "the simulated players' score noise", low=0.0)
+
+
 class DDGreedy:
     """Greedy Strength from the observation alone."""
 
@@ -71,7 +77,7 @@ class DDGreedy:
         if game.name != "demolition_derby":
             raise ValueError(f"{type(self).__name__} plays Demolition Derby, not {game.name}")
         self.game = game
-        self.noise = float(noise)
+        self.noise = _NOISE.validate(noise)
         cs = game.cards
         self.D = game.num_designs
         self.S = game.slots
@@ -166,8 +172,9 @@ class DDTactical:
     ) -> None:
         if game.name != "demolition_derby":
             raise ValueError(f"{type(self).__name__} plays Demolition Derby, not {game.name}")
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-            raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
+        samples = _SAMPLES.validate(samples)
+        noise = _NOISE.validate(noise)
+        fast = FAST.validate(fast)
         if fast and dd_fast.numba is None:
             raise InvalidParameterError(
                 "parameter 'fast': fast=True needs numba (pip install numba); "

@@ -59,7 +59,9 @@ except ImportError:  # pragma: no cover - exercised only where numba is not inst
         return fn
 
 
+from agents.base import FAST
 from derby_envs.core.errors import InvalidParameterError
+from derby_envs.core.params import Param
 from derby_envs.games.derby.engine import (
     BLIND,
     DECLINE,
@@ -84,8 +86,9 @@ def _phi(x: np.ndarray) -> np.ndarray:
 
 # The fast path's work arrays, per thread: shared by the thread's policies (one decision at a
 # time: a decision writes everything it reads), so a field of several policies keeps one set
-# warm in the caches (~10% a decision against 24 sets, bench's 8 envs x 3 opponents), and a
-# policy holds no views of them (a copy or a pickle of a view would be an array apart).
+# warm in the caches (~5% a decision against 24 sets, bench's 8 envs x 3 opponents: 136
+# against 144 us), and a policy holds no views of them (a copy or a pickle of a view would be
+# an array apart).
 _LOCAL = threading.local()
 
 
@@ -119,6 +122,9 @@ def _z_buffer(size: int) -> np.ndarray:
     return z
 
 
+_DENY = Param("deny", 0.5, float, "weight of the opponents' known ticket value", low=0.0)
+
+
 class _DerbyBase:
     name = "derby_base"
     needs_state = False
@@ -136,11 +142,12 @@ class _DerbyBase:
         self.K = game.tickets_per_colour
         self.maxp = game.max_profit
         self.D = game.stock_size - 1
-        self.deny = float(deny)
+        self.deny = _DENY.validate(deny)
         self.card_ranks = game.card_ranks
         self.card_moves_f = (game.card_ranks > 0).astype(np.float64)
         # the tickets of one colour as (threshold, profit) pairs
         self.colour_tickets = [tuple(t) for t in game.ticket_values]
+        fast = FAST.validate(fast)
         if fast and numba is None:
             raise InvalidParameterError(
                 "parameter 'fast': fast=True needs numba (pip install numba); "
@@ -1230,6 +1237,9 @@ def derby_rollout(game, **options):
     policy = DeterminizedMCPolicy(game, **{**ROLLOUT_OPTIONS, **options})
     policy.name = "derby_rollout"
     return policy
+
+
+derby_rollout.options_of = "agents.search:DeterminizedMCPolicy"
 
 
 POLICIES = {

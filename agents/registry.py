@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
+import re
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -73,10 +75,17 @@ def is_search(name: str, game_name: str) -> bool:
     return base in ("search", "ismcts", "openspiel_ismcts") or base in game_searches(game_name)
 
 
+def _random_factory(game):
+    return RandomPolicy()
+
+
 def _search_factory(game, **kwargs):
     from agents.search import DeterminizedMCPolicy
 
     return DeterminizedMCPolicy(game, **kwargs)
+
+
+_search_factory.options_of = "agents.search:DeterminizedMCPolicy"
 
 
 def _ismcts_factory(game, **kwargs):
@@ -89,6 +98,9 @@ def _openspiel_ismcts_factory(game, **kwargs):
     from derby_envs.core.openspiel import OpenSpielISMCTSPolicy
 
     return OpenSpielISMCTSPolicy(game, **kwargs)
+
+
+_openspiel_ismcts_factory.options_of = "derby_envs.core.openspiel:OpenSpielISMCTSPolicy"
 
 
 def _has_openspiel() -> bool:
@@ -118,17 +130,34 @@ def make_policy(name: str, game: Any, **kwargs: Any):
     if ":" in name and name.partition(":")[0].isidentifier():  # "ismcts:iterations=50,..."
         name, options = parse_policy_spec(name)
         kwargs = {**options, **kwargs}
-    if name == "random":
-        return RandomPolicy()
-    if name == "search":
-        return _search_factory(game, **kwargs)
-    if name == "ismcts":
-        return _ismcts_factory(game, **kwargs)
+    builtin = {"random": _random_factory, "search": _search_factory,
+               "ismcts": _ismcts_factory}  # fmt: skip
     if name == "openspiel_ismcts" and _has_openspiel():
-        return _openspiel_ismcts_factory(game, **kwargs)
-    factories = {**game_policies(game.name), **game_searches(game.name)}
+        builtin[name] = _openspiel_ismcts_factory
+    factories = {**builtin, **game_policies(game.name), **game_searches(game.name)}
     if name not in factories:
         raise InvalidParameterError(
             f"unknown agent {name!r} for {game.name}; available: {', '.join(policy_names(game.name))}"
         )
-    return factories[name](game, **kwargs)
+    try:
+        return factories[name](game, **kwargs)
+    except TypeError as exc:  # an option the agent does not take: the user's input, not a bug
+        bad = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+        if bad is None:
+            raise
+        raise InvalidParameterError(
+            f"agent {name!r} has no option {bad[1]!r}; its options: {_options(factories[name])}"
+        ) from None
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"agent {name!r}: {exc}") from None
+
+
+def _options(factory: Any) -> str:
+    """The keyword options a factory takes (those of the class it passes them to, for a factory
+    with ``**kwargs`` that names it in ``options_of``: ``"module:Class"``)."""
+    if hasattr(factory, "options_of"):
+        module, _, cls = factory.options_of.partition(":")
+        factory = getattr(importlib.import_module(module), cls)
+    params = list(inspect.signature(factory).parameters.values())[1:]  # after the game
+    names = [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return ", ".join(names) or "none"

@@ -25,17 +25,23 @@ import gymnasium
 import derby_envs  # noqa: F401 - registers the Gymnasium ids
 from training.tools.bench import GAMES, ppo_steps_per_s
 
-# (label, end of the file's path ("" for any file), function name)
+# (label, end of the file's path ("" for any file), function name, own time only: the time
+# in the function itself, not in what it calls; numpy's ufuncs, such as exp, count as own time)
 PARTS = (
-    ("opponents' decisions (act_state)", "", "act_state"),
-    ("  dd_tactical kernel call", "agents/dd_fast.py", "simulate_actions"),
-    ("  dd_tactical packing", "agents/dd_fast.py", "pack"),
-    ("opponents' decisions (derby_exchange)", "agents/derby.py", "act"),
-    ("learner's observations", "observer.py", "observation"),
-    ("the Gymnasium view's step", "core/single_agent.py", "step"),
-    ("MaskablePPO rollouts", "ppo_mask.py", "collect_rollouts"),
-    ("  policy forward passes", "policies.py", "forward"),
-    ("MaskablePPO updates (train)", "ppo_mask.py", "train"),
+    ("opponents' decisions (act_state)", "", "act_state", False),
+    ("  dd_tactical kernel call", "agents/dd_fast.py", "simulate_actions", False),
+    ("  dd_tactical packing", "agents/dd_fast.py", "pack", False),
+    ("opponents' decisions (derby_exchange)", "agents/derby.py", "act", False),
+    ("  kernel _k_prepare", "agents/derby.py", "_k_prepare", False),
+    ("  kernel _k_z", "agents/derby.py", "_k_z", False),
+    ("  kernel _k_values", "agents/derby.py", "_k_values", False),
+    ("  numpy's exps, Python (_options_fast)", "agents/derby.py", "_options_fast", True),
+    ("  choosing the option (_card_choice)", "agents/derby.py", "_card_choice", False),
+    ("learner's observations", "observer.py", "observation", False),
+    ("the Gymnasium view's step", "core/single_agent.py", "step", False),
+    ("MaskablePPO rollouts", "ppo_mask.py", "collect_rollouts", False),
+    ("  policy forward passes", "policies.py", "forward", False),
+    ("MaskablePPO updates (train)", "ppo_mask.py", "train", False),
 )
 
 
@@ -61,10 +67,14 @@ def main(argv: list[str] | None = None) -> None:
     stats = pstats.Stats(profile)
     total = stats.total_tt
     print(f"{rate:,.0f} env-steps/s under the profiler, n_envs={args.n_envs}")
-    for label, path, name in PARTS:
-        share = sum(v[3] for k, v in stats.stats.items() if k[2] == name and k[0].endswith(path))
+    for label, path, name, own in PARTS:
+        share = sum(
+            v[2] if own else v[3]
+            for k, v in stats.stats.items()
+            if k[2] == name and k[0].endswith(path)
+        )
         if share:
-            print(f"  {label:<36} {100 * share / total:5.1f}%")
+            print(f"  {label:<40} {100 * share / total:5.1f}%")
 
 
 if __name__ == "__main__":

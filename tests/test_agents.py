@@ -14,6 +14,9 @@ from training.evaluate import run_tournament
 # search agents with their smallest budgets: these tests are about legality and state, not
 # strength
 SMALL = {"search": {"rollouts": 1}, "ismcts": {"iterations": 4}, "derby_rollout": {"rollouts": 2}}
+# the copy test compares decisions 30-70 of a game: derby_rollout searches there too (its
+# default starts at 60% of the game, ~decision 85 of a 4-player game)
+COPY_SMALL = {**SMALL, "derby_rollout": {"rollouts": 2, "from_progress": 0.4}}
 
 
 def _cases():
@@ -52,6 +55,39 @@ def test_agent_names_resolve_through_the_entry_point():
         make_policy("nobody", game)
     with pytest.raises(InvalidParameterError, match="neither a policy"):
         resolve_policy(42, game)
+
+
+@pytest.mark.parametrize(
+    ("game_name", "spec", "message"),
+    [
+        ("derby", "derby_exchange:fast=no", "agent 'derby_exchange': parameter 'fast': got 'no'"),
+        ("derby", "derby_exchange:deny=abc", "parameter 'deny': got 'abc', expected a number"),
+        ("derby", "derby_projection:deny=nan", "parameter 'deny': got nan"),
+        ("derby", "derby_exchange:deny=-1", r"parameter 'deny': got -1.0, expected a number in \[0"),
+        ("derby", "derby_exchange:dny=1", "agent 'derby_exchange' has no option 'dny'; its options: deny, fast"),
+        ("derby", "derby_rollout:fast=1", "agent 'derby_rollout' has no option 'fast'; its options: rollouts,"),
+        ("derby", "random:seed=1", "agent 'random' has no option 'seed'; its options: none"),
+        ("demolition_derby", "dd_tactical:fast=2", "parameter 'fast': got 2, expected a bool or None"),
+        ("demolition_derby", "dd_tactical:noise=-0.5", "parameter 'noise': got -0.5"),
+        ("demolition_derby", "dd_greedy:noise=loud", "agent 'dd_greedy': parameter 'noise': got 'loud'"),
+        ("demolition_derby", "dd_tactical:samples=0", "parameter 'samples': got 0, expected an integer"),
+        ("demolition_derby", "dd_tactical:samples=1.5", "parameter 'samples': got 1.5"),
+        ("kentucky_derby", "kd_value:depth=2", "agent 'kd_value' has no option 'depth'; its options: none"),
+    ],
+)  # fmt: skip
+def test_an_agent_option_of_the_wrong_name_or_value_is_a_named_error(game_name, spec, message):
+    """Through the names users type (``--lineup``, configs, ``opponents=``): an option the agent
+    does not take, or a value it cannot use, is an InvalidParameterError naming both, never a
+    silent default (``fast=no`` was True) or a bare TypeError/ValueError."""
+    game = make_game(game_name)
+    with pytest.raises(InvalidParameterError, match=message):
+        resolve_policy(spec, game)
+    good = {
+        "derby": "derby_exchange:deny=1,fast=false",
+        "demolition_derby": "dd_tactical:samples=1,noise=0,fast=false",
+    }
+    if game_name in good:  # the same options, valid, still work
+        assert resolve_policy(good[game_name], game).fast is False
 
 
 def test_search_checks_its_budget_and_needs_the_state():
@@ -104,7 +140,7 @@ def test_a_copy_of_an_agent_in_use_plays_as_the_original(game_name, agent, how):
     import pickle
 
     game = make_game(game_name)
-    policy = make_policy(agent, game, **SMALL.get(agent, {}))
+    policy = make_policy(agent, game, **COPY_SMALL.get(agent, {}))
     rng = np.random.default_rng(1)
     state = game.new_initial_state(1)
     for _ in range(30):  # in use
@@ -115,12 +151,22 @@ def test_a_copy_of_an_agent_in_use_plays_as_the_original(game_name, agent, how):
     twin = copy.deepcopy(policy) if how == "deepcopy" else pickle.loads(pickle.dumps(policy))
     if state.is_terminal():  # a short game: compare on the next one
         state = game.new_initial_state(2)
-    compared = 0
+    compared = searched = 0
     while not state.is_terminal() and compared < 40:
         p = state.current_players()[0]
         r1, r2 = np.random.default_rng(compared), np.random.default_rng(compared)
-        a = choose(policy, state, p, r1)
-        assert choose(twin, state, p, r2) == a, (agent, compared)
+        stats = None
+        if hasattr(policy, "root_statistics"):  # a search: its values too, not only the move
+            stats = policy.root_statistics(state, p, r1)
+            assert twin.root_statistics(state, p, r2) == stats, (agent, compared)
+            searched += any(stats.get("playouts", stats.get("visits")))
+        if stats is not None and "action" in stats:
+            a = stats["action"]  # the search's move (act_state would search again)
+        else:
+            a = choose(policy, state, p, r1)
+            assert choose(twin, state, p, r2) == a, (agent, compared)
         state.apply_action(p, a)
         compared += 1
     assert compared > 0
+    if hasattr(policy, "root_statistics"):
+        assert searched > 0, f"{agent} searched none of the decisions compared"

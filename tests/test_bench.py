@@ -145,15 +145,37 @@ def test_bench_config_refuses_bad_configs_before_timing(tmp_path, capsys):
     assert not out.exists()  # nothing was timed or written
 
 
-def test_the_training_profile_script_names_the_parts(capsys):
-    """scripts/profile_training.py (the profile docs/training.md quotes) runs and reports
-    the opponents' decisions, the rollouts and the updates of a short run."""
-    load_script("profile_training").main(["--players", "2", "--n-envs", "2", "--timesteps", "256"])
+def _profile_shares(capsys, argv: list[str]) -> dict[str, float]:
+    load_script("profile_training").main(argv)
     shares = {}
     for line in capsys.readouterr().out.splitlines():
         if line.endswith("%"):
             label, share = line.rsplit(None, 1)
             shares[label.strip()] = float(share[:-1])
+    return shares
+
+
+def test_the_training_profile_script_names_the_parts(capsys):
+    """scripts/profile_training.py (the profile docs/training.md quotes) runs and reports
+    the opponents' decisions, the rollouts and the updates of a short run."""
+    shares = _profile_shares(capsys, ["--players", "2", "--n-envs", "2", "--timesteps", "256"])
     assert 0 < shares["opponents' decisions (act_state)"] < 100
     assert 0 < shares["dd_tactical kernel call"] < shares["opponents' decisions (act_state)"]
     assert shares["MaskablePPO rollouts"] > 0 and shares["MaskablePPO updates (train)"] > 0
+
+
+def test_the_training_profile_script_splits_a_derby_decision(capsys):
+    """Against derby_exchange it reports the rows docs/training.md's Derby table quotes: each
+    kernel, the Python and exps around them, the option choice, all inside the decisions."""
+    shares = _profile_shares(
+        capsys,
+        ["--game", "derby", "--players", "3", "--opponents", "derby_exchange", "--n-envs", "2",
+         "--timesteps", "256"],
+    )  # fmt: skip
+    whole = shares["opponents' decisions (derby_exchange)"]
+    parts = [
+        "kernel _k_prepare", "kernel _k_z", "kernel _k_values",
+        "numpy's exps, Python (_options_fast)", "choosing the option (_card_choice)",
+    ]  # fmt: skip
+    assert all(shares[p] > 0 for p in parts)
+    assert sum(shares[p] for p in parts) <= whole + 0.2  # nested in the decisions (rounding)

@@ -134,12 +134,23 @@ def test_dd_tactical_falls_back_when_the_draws_differ(monkeypatch):
     an error naming the allowed values."""
     from agents.demolition_derby import DDTactical
     from derby_envs.core.errors import InvalidParameterError
+    from derby_envs.core.policy import choose
     from derby_envs.registry import make_game
 
     game = make_game("demolition_derby", num_players=2)
     monkeypatch.setattr(np_draws, "numpy_mismatch", lambda: "numpy 0.0: draw 1 differs")
     with pytest.warns(RuntimeWarning, match="draw 1 differs"):
-        assert DDTactical(game).fast is False
+        fallback = DDTactical(game)
+    assert fallback.fast is False
     with pytest.raises(InvalidParameterError, match="fast=False or None"):
         DDTactical(game, fast=True)
-    assert DDTactical(game, fast=False).fast is False
+    python = DDTactical(game, fast=False)
+    state, decided = game.new_initial_state(3), 0
+    while not state.is_terminal() and decided < 30:  # it plays, as the Python playouts do
+        p = state.current_players()[0]
+        r1, r2 = np.random.default_rng(decided), np.random.default_rng(decided)
+        a = choose(fallback, state, p, r1)
+        assert choose(python, state, p, r2) == a and r1.random() == r2.random()
+        state.apply_action(p, a)
+        decided += 1
+    assert decided == 30

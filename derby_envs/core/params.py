@@ -67,7 +67,7 @@ class Param:
         if self.kind is bool:
             if not isinstance(value, bool | int) or value not in (0, 1, True, False):
                 raise InvalidParameterError(
-                    f"parameter {self.name!r}: got {value!r}, expected a bool"
+                    f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
                 )
             value = bool(value)
         elif self.kind is int:
