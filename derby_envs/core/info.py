@@ -80,6 +80,9 @@ class GameInfo:
         picture: the game's picture, ``"module:function"`` with ``function(state) -> HxWx3
             uint8``; empty: ``render_rgb`` of the engine's package's ``render`` module if there
             is one, else the text view drawn as an image (``core.render``).
+        batch: the game's compiled batched engine (``core.batch.BatchEngine``),
+            ``"module:Class"``; empty: the batched adapters loop over reference states
+            (``core.batch.ReferenceBatch``).
     """
 
     name: str
@@ -93,6 +96,7 @@ class GameInfo:
     ansi_rules: tuple[Rule, ...] = ()
     agents: str = ""
     picture: str = ""
+    batch: str = ""
 
     def __post_init__(self) -> None:
         self._check_names()
@@ -115,6 +119,8 @@ class GameInfo:
             self.picture == "" or _PATH.match(self.picture)
         ):
             raise _bad(self.name, "picture", f"'module:function' (or empty), got {self.picture!r}")
+        if not isinstance(self.batch, str) or not (self.batch == "" or _PATH.match(self.batch)):
+            raise _bad(self.name, "batch", f"'module:Class' (or empty), got {self.batch!r}")
 
     def _check_numbers(self) -> None:
         counts = self.bench_players
@@ -172,6 +178,10 @@ class GameInfo:
             return self.picture
         package = self.engine.partition(":")[0].rpartition(".")[0]
         return f"{package}.render:render_rgb" if package else "render:render_rgb"
+
+    def batch_class(self) -> type | None:
+        """The compiled batched engine's class (``batch``, imported), or None."""
+        return load(self.batch) if self.batch else None
 
     def entry_module(self) -> ModuleType:
         """The versioned entry-point module (``module``), imported."""
