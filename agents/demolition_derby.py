@@ -545,3 +545,17 @@ POLICIES = {
     "dd_greedy": DDGreedy,
     "dd_tactical": DDTactical,
 }
+
+
+def ismcts_preset(game) -> dict:
+    """ISMCTS's ``preset="default"`` here: dd_greedy playouts over about one Derby, valued by
+    the Derbies won."""
+    return {
+        "iterations": 60,
+        "rollout": "dd_greedy",
+        "rollout_depth": 8 * game.num_players,
+        "value_mode": "derbies",
+    }
+
+
+ISMCTS_PRESETS = {"demolition_derby": ismcts_preset}

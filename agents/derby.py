@@ -1347,3 +1347,26 @@ def race_win_shares(state) -> tuple[np.ndarray, np.ndarray]:
 
 
 LEAF_VALUES = {"derby": race_outlook}
+
+
+def ismcts_preset(game) -> dict:
+    """ISMCTS's ``preset="default"`` here: a search against a derby_exchange field. The others
+    play as derby_exchange, its move is the PUCT prior, and a new node is valued at once by
+    every player's chance to win under its race projection (random playouts say little in
+    Derby). Where the search can overrule the prior it needs far more simulations than
+    elsewhere, and those are the decisions whose most-visited move has under 80% of the visits
+    (docs/search.md): they get up to 900 simulations, the others 100."""
+    return {
+        "iterations": 100,
+        "opponents": "derby_exchange",
+        "prior": "derby_exchange",
+        "selection": "puct",
+        "prior_weight": 0.8,
+        "rollout_depth": 0,
+        "leaf": "heuristic",
+        "extend_iterations": 900,
+        "settled_share": 0.8,
+    }
+
+
+ISMCTS_PRESETS = {"derby": ismcts_preset}

@@ -53,13 +53,12 @@ probability ``prior_weight`` at every new node, the rest spread uniformly; PUCT 
 prior and UCT tries that move first. With ``prior_temperature`` the weight is spread instead
 by a softmax of the prior's action values (``action_values``) at that temperature.
 
-**Presets.** ``preset="default"`` takes the game's tuned options (:func:`game_defaults`: e.g.
-Kentucky Derby models the other bettors as ``kd_value``, Derby uses ``derby_exchange`` as its
-PUCT prior, models the others as ``derby_exchange``, values new nodes by the chances to win
-and runs 100 simulations, up to 900 where those leave the decision unsettled; Demolition
-Derby plays out with ``dd_greedy`` over about one Derby); ``"plain"`` is the generic search
-(random playouts to the end, valued by the game's ``"win"``). Options given by name override
-the preset.
+**Presets.** ``preset="default"`` takes the game's tuned options, which its agents module
+declares (``ISMCTS_PRESETS``, read by :func:`game_defaults`: e.g. Kentucky Derby models the
+other bettors as ``kd_value``, Derby uses ``derby_exchange`` as its PUCT prior and thinks
+longer on unsettled decisions, Demolition Derby plays out with ``dd_greedy``); ``"plain"`` is
+the generic search (random playouts to the end, valued by the game's ``"win"``). Options given
+by name override the preset.
 
 Budget: ``iterations`` (default per game) and/or ``max_time`` seconds per
 decision (checked between simulations; at least one simulation runs; ``max_time`` alone
@@ -116,50 +115,12 @@ GENERIC: dict[str, Any] = {
 
 
 def game_defaults(game: Game) -> dict[str, Any]:
-    """The tuned options of ``preset="default"`` for ``game`` (measured in docs/search.md:
-    median decision 0.06-0.15 s on the project's 2-core machine when quiet)."""
-    n = game.num_players
-    if game.name == "kentucky_derby":
-        # a search against a kd_value field: the others bet as kd_value, kd_value's bet is
-        # the prior, playouts run about one race and are valued in chips (a bankroll = 1)
-        return {
-            "iterations": 200,
-            "opponents": "kd_value",
-            "prior": "kd_value",
-            "selection": "puct",
-            "rollout": "kd_value",
-            "rollout_depth": n,
-            "value_mode": "chips",
-            "value_scale": float(game.params["bankroll"]),
-        }
-    if game.name == "derby":
-        # a search against a derby_exchange field: the others play as derby_exchange, its
-        # move is the PUCT prior, and a new node is valued at once by every player's chance
-        # to win under its race projection (random playouts say little in Derby)
-        return {
-            "iterations": 100,
-            "opponents": "derby_exchange",
-            "prior": "derby_exchange",
-            "selection": "puct",
-            "prior_weight": 0.8,
-            "rollout_depth": 0,
-            "leaf": "heuristic",
-            # Where the search can overrule the prior it needs far more simulations than
-            # elsewhere: 63 of the 66 moves where 150 simulations left derby_exchange's move
-            # had the most-visited move under 80% of the visits, which only a fifth of all
-            # decisions do (docs/search.md). Those get up to 900 simulations; the others 100.
-            "extend_iterations": 900,
-            "settled_share": 0.8,
-        }
-    if game.name == "demolition_derby":
-        # dd_greedy playouts over about one Derby, valued by the Derbies won
-        return {
-            "iterations": 60,
-            "rollout": "dd_greedy",
-            "rollout_depth": 8 * n,
-            "value_mode": "derbies",
-        }
-    return {}
+    """The tuned options of ``preset="default"`` for ``game``: its agents module's
+    ``ISMCTS_PRESETS[game.name](game)`` (empty, the generic search, for a game without one)."""
+    from agents.registry import game_table  # late: the registry imports this module
+
+    preset = game_table(game.name, "ISMCTS_PRESETS").get(game.name)
+    return dict(preset(game)) if preset is not None else {}
 
 
 PRESETS = ("default", "plain")

@@ -235,3 +235,22 @@ POLICIES = {
     "kd_contrarian": KDContrarian,
     "kd_value": KDValue,
 }
+
+
+def ismcts_preset(game) -> dict:
+    """ISMCTS's ``preset="default"`` here: a search against a kd_value field. The others bet
+    as kd_value, kd_value's bet is the PUCT prior, playouts run about one race and are valued
+    in chips (a bankroll = 1)."""
+    return {
+        "iterations": 200,
+        "opponents": "kd_value",
+        "prior": "kd_value",
+        "selection": "puct",
+        "rollout": "kd_value",
+        "rollout_depth": game.num_players,
+        "value_mode": "chips",
+        "value_scale": float(game.params["bankroll"]),
+    }
+
+
+ISMCTS_PRESETS = {"kentucky_derby": ismcts_preset}

@@ -54,7 +54,7 @@ def game_module(game_name: str) -> ModuleType | None:
 
 def game_table(game_name: str, table: str) -> dict[str, Any]:
     """A table of a game's agents module (``POLICIES``, ``SEARCHES``, ``LEAF_VALUES``,
-    ``PROGRESS``); empty without the module or the table."""
+    ``PROGRESS``, ``ISMCTS_PRESETS``); empty without the module or the table."""
     module = game_module(game_name)
     return dict(getattr(module, table, {})) if module is not None else {}
 

@@ -239,6 +239,29 @@ def test_presets():
     assert kd.value_mode == "chips" and kd.value_scale == 30.0 and kd.rollout_depth == 5
 
 
+def test_presets_come_from_the_games_agents_module(monkeypatch):
+    """agents/ismcts.py knows no game: a game's preset is its agents module's
+    ``ISMCTS_PRESETS``, and a game without one searches with the generic options."""
+    from derby_envs import registry
+    from tests.toy_game import agents as toy_agents
+
+    registry.register_game("tests.toy_game")
+    try:
+        game = make_game("toy", num_players=2)
+        plain = make_policy("ismcts", game, preset="plain")
+        assert make_policy("ismcts", game).options == plain.options
+        monkeypatch.setattr(
+            toy_agents, "ISMCTS_PRESETS",
+            {"toy": lambda g: {"iterations": 7, "rollout_depth": g.num_players}},
+            raising=False,
+        )  # fmt: skip
+        tuned = make_policy("ismcts", game)
+        assert tuned.iterations == 7 and tuned.rollout_depth == 2
+        assert make_policy("ismcts", game, iterations=3).iterations == 3
+    finally:
+        registry.unregister_game("toy")
+
+
 def test_time_budget():
     game = make_game("demolition_derby", num_players=2)
     policy = make_policy("ismcts", game, max_time=0.2)
