@@ -144,7 +144,13 @@ def _register_envs(info: GameInfo) -> None:
         pz_registration.register("aec", info.pz_id, entry_point=f"{info.module}:env")
         pz_registration.register("parallel", info.pz_id, entry_point=f"{info.module}:parallel_env")
     if info.gym_id not in gymnasium.registry:
-        gymnasium.register(id=info.gym_id, entry_point=info.gym_entry)
+        from derby_envs.core.vector import vector_entry_point
+
+        gymnasium.register(
+            id=info.gym_id,
+            entry_point=info.gym_entry,
+            vector_entry_point=vector_entry_point(info.name),
+        )
 
 
 def register_all() -> None:

@@ -170,6 +170,34 @@ def batch_engine(game: Game, num_games: int, *, compiled: bool | None = None) ->
     return cls(game, num_games)
 
 
+@pcg64.njit
+def random_legal(masks, players, rngs, out):
+    """``core.policy.random_legal`` for each row with ``players[i] >= 0``: one
+    ``integers(count)`` draw from ``rngs[i]``, the legal action of that rank."""
+    for i in range(masks.shape[0]):
+        if players[i] < 0:
+            continue
+        count = 0
+        for a in range(masks.shape[1]):
+            count += masks[i, a] != 0
+        k = pcg64.integers(rngs[i], count)
+        for a in range(masks.shape[1]):
+            if masks[i, a] != 0:
+                if k == 0:
+                    out[i] = a
+                    break
+                k -= 1
+
+
+def mask_scratch(engine: BatchEngine) -> np.ndarray:
+    """A ``(B, A)`` int8 array kept with ``engine`` for policies that read masks."""
+    masks = getattr(engine, "_policy_masks", None)
+    if masks is None:
+        masks = np.zeros((engine.num_games, engine.game.num_actions), np.int8)
+        engine._policy_masks = masks
+    return masks
+
+
 def act_batch(policy: Any, engine: BatchEngine, players: np.ndarray, rngs: np.ndarray,
               out: np.ndarray) -> None:
     """``policy``'s actions for the rows with ``players[i] >= 0``: its own ``act_batch`` where

@@ -37,6 +37,14 @@ class UniformRandomPolicy:
     ) -> int:
         return random_legal(action_mask, rng)
 
+    def act_batch(self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray) -> None:
+        """:meth:`act` for a batch of games (``derby_envs.core.batch``), the same draws."""
+        from derby_envs.core import batch
+
+        masks = batch.mask_scratch(engine)
+        engine.legal_masks(players, masks)
+        batch.random_legal(masks, players, rngs, out)
+
 
 def random_legal(action_mask: np.ndarray, rng: np.random.Generator) -> int:
     """A uniformly random legal action id of a mask (one ``rng.integers`` draw)."""

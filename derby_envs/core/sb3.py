@@ -1,4 +1,14 @@
-"""SuperSuit's vectorised PettingZoo envs for sb3-contrib's MaskablePPO.
+"""Stable-Baselines3 ``VecEnv`` faces: the batched envs (:class:`DerbyVecEnv`) and SuperSuit's.
+
+:class:`DerbyVecEnv` is N single-agent views on the game's batched engine
+(``derby_envs.core.vector``) as an SB3 ``VecEnv``: ``MaskablePPO("MlpPolicy", DerbyVecEnv(
+"derby", num_envs=64, num_players=4, opponents="derby_exchange"))`` trains with no other code.
+SB3's contract: the ending step resets the sub-env in the same call, its last observation in
+``infos[i]["terminal_observation"]`` (and ``"TimeLimit.truncated"``); ``action_masks()`` (and
+``env_method("action_masks")``, which sb3-contrib calls) answer with the whole ``(N, A)`` mask
+from memory, no per-env round trip.
+
+SuperSuit's vectorised PettingZoo envs for sb3-contrib's MaskablePPO:
 
 MaskablePPO asks a VecEnv for ``env_method("action_masks")`` and ``has_attr("action_masks")``;
 SuperSuit's SB3 wrapper (``concat_vec_envs_v1(..., base_class="stable_baselines3")``) has
@@ -20,6 +30,8 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from derby_envs.core.vector import LearnerBatch, resolve_seeds
 
 
 class VecActionMasks(VecEnvWrapper):
@@ -69,4 +81,107 @@ class VecActionMasks(VecEnvWrapper):
     def _get_indices(self, indices: Any) -> Any:
         if indices is None:
             return slice(None)
+        return [indices] if isinstance(indices, int) else list(indices)
+
+
+class DerbyVecEnv(VecEnv):
+    """N single-agent views of a game as an SB3 ``VecEnv`` (same-step autoreset).
+
+    Args:
+        game: the game's registry name.
+        num_envs: N.
+        seed: the first reset's seeds (``seed + i`` for env ``i``); ``VecEnv.seed`` also works.
+        **kwargs: as ``derby_envs.core.vector.DerbyVectorEnv`` (opponents, learner_seat,
+            reward_mode, illegal_action, illegal_reward, max_cycles, compiled) and the game's
+            parameters.
+    """
+
+    render_mode = None
+
+    def __init__(self, game: str, num_envs: int = 1, seed: int | None = None, **kwargs: Any) -> None:
+        from derby_envs.registry import make_game
+
+        import gymnasium
+
+        names = ("opponents", "learner_seat", "reward_mode", "illegal_action",
+                 "illegal_reward", "max_cycles", "compiled")
+        options = {k: kwargs.pop(k) for k in names if k in kwargs}
+        g = make_game(game, **kwargs)
+        self.batch = LearnerBatch(g, num_envs, **options)
+        self.game = g
+        low, high = g.observation_bounds()
+        super().__init__(
+            self.batch.num_envs,
+            gymnasium.spaces.Box(low=low, high=high, dtype=np.float32),
+            gymnasium.spaces.Discrete(g.num_actions),
+        )
+        self._actions: np.ndarray | None = None
+        self._started = False
+        if seed is not None:
+            self.seed(seed)
+
+    def reset(self) -> np.ndarray:
+        b = self.batch
+        if any(s is not None for s in self._seeds) or not self._started:
+            b.seed(self._seeds)
+        self._reset_seeds()
+        self._started = True
+        b.illegal[:] = False
+        b.start(b._all)
+        b.observe()
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        return b.obs.copy()
+
+    def seed(self, seed: int | None = None) -> list[int | None]:
+        self._seeds = resolve_seeds(seed, self.num_envs)
+        return list(self._seeds)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self):
+        b = self.batch
+        b.step(self._actions, b._all)
+        ended = b.terminated | b.truncated
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if ended.any():
+            b.observe()
+            for i in np.flatnonzero(ended):
+                infos[i]["terminal_observation"] = b.obs[i].copy()
+                infos[i]["TimeLimit.truncated"] = bool(b.truncated[i])
+                infos[i]["winner"] = bool(b.winner[i])
+            b.start(ended)
+        b.observe()
+        return b.obs.copy(), b.rewards.astype(np.float32), ended, infos
+
+    def action_masks(self) -> np.ndarray:
+        """``(N, A)`` bool masks of the latest observations."""
+        return self.batch.masks.astype(bool)
+
+    def close(self) -> None:
+        pass
+
+    def has_attr(self, attr_name: str) -> bool:
+        return attr_name == "action_masks" or hasattr(self, attr_name)
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        if attr_name == "render_mode":
+            return [None] * self.num_envs
+        value = getattr(self, attr_name)
+        return [value] * len(self._indices(indices))
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any):
+        if method_name == "action_masks":
+            return list(self.batch.masks[self._indices(indices)].astype(bool))
+        raise AttributeError(f"DerbyVecEnv has no per-env method {method_name!r}")
+
+    def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list[bool]:
+        return [False] * len(self._indices(indices))
+
+    def _indices(self, indices: Any) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
         return [indices] if isinstance(indices, int) else list(indices)

@@ -52,7 +52,9 @@ class SingleAgentEnv(gymnasium.Env):
     An opponent policy may define ``new_episode(rng)``; it is called at every reset (an opponent
     pool uses it to draw the member that plays this episode).
 
-    ``info`` has the same keys at every step: ``"action_mask"`` (int8), ``"seat"``,
+    ``info`` has the same keys at every step: ``"action_mask"`` (int8; all ones once the
+    episode is over, so that the action a vector env's autoreset takes, and ignores, can be
+    sampled from it), ``"seat"``,
     ``"winner"`` (the learner is among the winners; False until the end) and
     ``"illegal_action"``.
     """
@@ -172,10 +174,11 @@ class SingleAgentEnv(gymnasium.Env):
         return self._obs(), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
-        """Boolean legal-action mask of the learner (MaskablePPO's hook)."""
+        """Boolean legal-action mask of the learner (MaskablePPO's hook); all True once the
+        episode is over (see ``_mask``)."""
         if self.game_state is None:
             raise RuntimeError("call reset() first")
-        return self.game_state.legal_mask(self.seat).astype(bool)
+        return self._mask().astype(bool)
 
     def render(self) -> str | np.ndarray | None:
         return render_env(self)
@@ -202,10 +205,20 @@ class SingleAgentEnv(gymnasium.Env):
     def _obs(self) -> np.ndarray:
         return self.game_state.observation(self.seat)
 
+    def _over(self) -> bool:
+        return self.game_state.is_terminal() or self._penalized or self._steps >= self.max_cycles
+
+    def _mask(self) -> np.ndarray:
+        # Once the episode is over no action is legal, but a vector env's autoreset still takes
+        # one (and ignores it): an all-ones mask keeps masked samplers from meeting all zeros.
+        if self._over():
+            return np.ones(self.game.num_actions, np.int8)
+        return self.game_state.legal_mask(self.seat)
+
     def _info(self) -> dict[str, Any]:
         state = self.game_state
         return {
-            "action_mask": state.legal_mask(self.seat),
+            "action_mask": self._mask(),
             "seat": self.seat,
             "winner": state.is_terminal() and self.seat in state.winners(),
             "illegal_action": False,
