@@ -3,7 +3,7 @@
 A raw observation can hold what matters in a form a small network does not learn to read from
 the data it gets: in Derby, whether a ticket pays needs the horse's rank among the others
 compared with the ticket's threshold, and an MLP of PPO's size on the raw observation explains
-none of the final margin on held-out games (``scripts/derby_value_fit.py``, docs/training.md).
+none of the final margin on held-out games (``scripts/studies/derby_value_fit.py``, docs/training.md).
 A *feature set* computes such numbers from the observation only (so it leaks nothing the seat
 does not know); the training option ``observation_features`` appends them to the learner's
 observation, the checkpoint records the set's name, and ``agents.ppo.PPOPolicy`` computes the

@@ -29,7 +29,7 @@ POSITIONS = {
 def position(game_name: str):
     from derby_envs.core.policy import choose
     from derby_envs.registry import make_game
-    from training.play import default_agents, load_agents
+    from training.tools.play import default_agents, load_agents
 
     params, seed, moves = POSITIONS.get(game_name, ({}, 0, 10))
     game = make_game(game_name, **params)

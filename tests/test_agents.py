@@ -9,7 +9,7 @@ from agents import make_policy, policy_names
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import available_policies, choose, resolve_policy
 from derby_envs.registry import available_games, make_game
-from training.evaluate import run_tournament
+from training.evaluation.tournament import run_tournament
 
 # search agents with their smallest budgets: these tests are about legality and state, not
 # strength

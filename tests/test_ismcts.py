@@ -13,7 +13,7 @@ from agents.registry import make_policy, policy_names
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import choose, resolve_policy
 from derby_envs.registry import make_game
-from training.evaluate import run_tournament
+from training.evaluation.tournament import run_tournament
 
 CONFIGS = [
     ("kentucky_derby", {"num_players": 3}),

@@ -8,7 +8,7 @@ import pytest
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.registry import make_game
 from training.cli import main as cli_main
-from training.evaluate import run_tournament
+from training.evaluation.tournament import run_tournament
 
 
 def _strip(result):

@@ -12,7 +12,7 @@ import derby_envs.core.openspiel as dos  # registers the games
 from agents.registry import make_policy
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.registry import make_game
-from training.evaluate import run_tournament
+from training.evaluation.tournament import run_tournament
 
 CONFIGS = [
     ("kentucky_derby", {"num_players": 3}),
@@ -35,17 +35,68 @@ def test_openspiel_random_simulation(cfg):
     game = pyspiel.load_game(dos.openspiel_name(name), params)
     gt = game.get_type()
     assert gt.dynamics == pyspiel.GameType.Dynamics.SEQUENTIAL
-    assert gt.chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC
+    # chance lives in the state's own generator (serialised with it): DETERMINISTIC to OpenSpiel
+    assert gt.chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC
     assert gt.information == pyspiel.GameType.Information.IMPERFECT_INFORMATION
     engine = make_game(name, **params)
     assert game.num_players() == engine.num_players
     assert game.num_distinct_actions() == engine.num_actions
     assert game.observation_tensor_shape() == [engine.observation_size]
     assert game.information_state_tensor_shape() == [engine.observation_size]
-    # OpenSpiel's own API consistency checks (legal actions, clones, observations, returns).
-    # serialize=False: for a SAMPLED_STOCHASTIC game the test would ask the C++ Game for its RNG
-    # state, which pyspiel does not let a Python game provide; serialization is tested below.
-    pyspiel.random_sim_test(game, num_sims=1, serialize=False, verbose=False)
+    # OpenSpiel's own API consistency checks (legal actions, clones, observations, returns),
+    # serialize=True: serialize_game_and_state / deserialize_game_and_state along the game
+    pyspiel.random_sim_test(game, num_sims=1, serialize=True, verbose=False)
+    assert game.max_game_length() == engine.max_game_length()
+    low, high = engine.utility_range(engine.reward_modes[0])
+    assert (game.min_utility(), game.max_utility()) == (low, high)
+
+
+@pytest.mark.parametrize("cfg", [CONFIGS[0], CONFIGS[2], CONFIGS[4]], ids=_ids)
+def test_serialize_game_and_state_restores_the_engine_and_its_rng(cfg):
+    """pyspiel.serialize_game_and_state (what rl_environment's include_full_state and
+    mcts_agent use): the restored state is the same engine position, RNG included, and plays on
+    identically."""
+    name, params = cfg
+    game = pyspiel.load_game(dos.openspiel_name(name), {**params, "rng_seed": 5})
+    state = game.new_initial_state()
+    rng = np.random.default_rng(1)
+    for _ in range(12):
+        if not state.is_terminal():
+            state.apply_action(int(rng.choice(state.legal_actions())))
+    text = pyspiel.serialize_game_and_state(game, state)
+    game2, state2 = pyspiel.deserialize_game_and_state(text)
+    assert str(game2) == str(game)
+    assert state2.engine.to_dict() == state.engine.to_dict()
+    assert state2.history() == state.history()
+    while not state.is_terminal():
+        a = int(rng.choice(state.legal_actions()))
+        state.apply_action(a)
+        state2.apply_action(a)
+        assert state2.engine.to_dict() == state.engine.to_dict()
+    assert state2.returns() == state.returns()
+
+
+def test_every_shipped_engine_states_its_openspiel_bounds():
+    """The bounds OpenSpiel needs come from each engine (core/openspiel.py has no per-game
+    branch): every reward mode of every game has a utility range, every game a length bound that
+    random play respects."""
+    for name in ("derby", "kentucky_derby", "demolition_derby"):
+        engine = make_game(name)
+        for mode in engine.reward_modes:
+            low, high = engine.utility_range(mode)
+            assert low < high
+        bound = engine.max_game_length()
+        assert isinstance(bound, int) and bound > 0
+        rng = np.random.default_rng(0)
+        state, moves = engine.new_initial_state(0), 0
+        while not state.is_terminal():
+            p = state.current_players()[0]
+            state.apply_action(p, int(rng.choice(state.legal_actions(p))))
+            moves += 1
+        assert moves <= bound
+        for mode in engine.reward_modes:
+            low, high = engine.utility_range(mode)
+            assert all(low <= r <= high for r in state.returns(mode)), (name, mode)
 
 
 @pytest.mark.parametrize("cfg", [CONFIGS[1], CONFIGS[2], CONFIGS[4]], ids=_ids)

@@ -153,22 +153,3 @@ def test_advantage_is_the_paired_difference():
     row = next(r for r in result.rows if r["agent"] == "kd_value")
     m, lo, hi = mean_interval(diffs)
     assert (row["advantage"], row["adv_lo95"], row["adv_hi95"]) == pytest.approx((m, lo, hi))
-
-
-def test_old_import_paths_are_the_moved_modules():
-    """training/ is split into train/, evaluation/ and tools/; the old module paths still
-    import, as the very same module objects (so attribute patches reach the code)."""
-    import importlib
-
-    moved = {
-        "training.evaluate": "training.evaluation.tournament",
-        "training.config": "training.train.config",
-        "training.pool": "training.train.pool",
-        "training.play": "training.tools.play",
-        "training.replay": "training.tools.replay",
-    }
-    for old, new in moved.items():
-        assert importlib.import_module(old) is importlib.import_module(new), old
-    from training.evaluate import run_tournament as old_run
-
-    assert old_run is run_tournament

@@ -23,8 +23,8 @@ from agents.ppo import CheckpointError, PPOPolicy, pickle_globals, read_checkpoi
 from derby_envs.core.policy import choose
 from derby_envs.registry import make_game
 from training.cli import main
-from training.config import ConfigError, config_from_dict, load_config
-from training.pool import OpponentPool, read_pool_file
+from training.train.config import ConfigError, config_from_dict, load_config
+from training.train.pool import OpponentPool, read_pool_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PRETRAINED = sorted((ROOT / "agents" / "pretrained").glob("*.zip"))
@@ -326,7 +326,7 @@ def test_pickle_globals_reads_opcodes_only():
 
 # ----- replays and YAML are data too -------------------------------------------------------
 def test_replays_are_plain_json_and_a_pickle_in_one_is_refused(tmp_path):
-    from training.replay import Recorder, ReplayError, load_replay
+    from training.tools.replay import Recorder, ReplayError, load_replay
 
     game = make_game("kentucky_derby", num_players=3)
     state = game.new_initial_state(5)

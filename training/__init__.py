@@ -6,7 +6,4 @@
 - :mod:`training.tools`: play, watch, replay, bench, rllib_bench, demo;
 - :mod:`training.cli`: the ``derby-envs`` command over all of them; :mod:`training.files`:
   atomic writes and the run-directory lock they share.
-
-``training.config``, ``training.pool``, ``training.evaluate``, ``training.play`` and
-``training.replay`` are the old import paths, kept as aliases of the moved modules.
 """

@@ -1,8 +1,9 @@
 """Decision times of the strongest heuristics of every game, before and after the speed work.
 
-Usage::
+A study (``derby-envs bench`` times every heuristic for users, ``fast=False`` included); it
+keeps frozen copies of two agents as they were before that work (``Ref*`` below). Usage::
 
-    .venv/bin/python scripts/time_heuristics.py [--positions 400] [--rounds 3] [--json out.json]
+    .venv/bin/python scripts/studies/time_heuristics.py [--positions 400] [--rounds 3] [--json out.json]
 
 Positions come from seeded random play (each game's mover at a decision with a choice). On
 every position the current agent and a frozen copy of the implementation before the issue-12
@@ -18,40 +19,6 @@ process (loading numba's cached kernels, or compiling them when the cache is col
 ``kd_value`` keeps the best actions of each betting situation it has seen; ``new`` is a fresh
 agent meeting the positions in play order (the cache fills as it goes, as in a session),
 ``new_warm`` the same agent on a second pass.
-
-Measured 2026-12-01 on the 2-core dev machine (400 positions, 3 rounds), same run each:
-
-* load ~2: dd_tactical 2p median 1538 -> 714 us (x2.2), mean 1651 -> 755 (x2.2); 4p median
-  1567 -> 738 us (x2.1), mean 1733 -> 808 (x2.1); kd_value 5p cold median 60 -> 24 us (x2.5),
-  warm 1.1 us (x54).
-* load ~7 (other jobs): dd_tactical 2p median 7612 -> 1074 us (x7.1), mean x2.5; 4p median
-  7289 -> 969 us (x7.5), mean x2.4 (the copy-per-action reference suffers most from the load);
-  kd_value 5p in play median 66 -> 1.7 us (x39), mean 297 -> 17 us (x17).
-* after the engine work of the afternoon (``--only dd_tactical``, 400 positions, 3 rounds,
-  load ~2.5): dd_tactical 2p median 1569 -> 655 us (x2.4), mean 1710 -> 695 (x2.5); 4p median
-  1617 -> 651 us (x2.5), mean 1787 -> 702 (x2.5). The 10x target (<= 0.2 ms) is missed by
-  ~3.3x: ~8 simulated turns a decision, ~60% of the time the engine's resolution of them.
-* after the engine tables of the evening (e69fe3e, 2ec2242; ``--only dd_tactical``, 400
-  positions, 3 rounds, three runs at load ~2.5): dd_tactical 2p median 1562 / 1420 / 1362 ->
-  632 / 623 / 608 us (x2.5 / x2.3 / x2.2), 4p median 1534 / 1460 / 1389 -> 612 / 607 / 600 us
-  (x2.5 / x2.4 / x2.3); the reference runs on the same engine, so it gains too. Against the
-  tree before these commits (1a67eef, same per-position medians, runs alternated, three
-  each): 2p median 604-609 -> 542-580 us, 4p 585-589 -> 520-537 us (~10%). The 10x target
-  (<= 0.2 ms) is still missed by ~2.7x; see ``agents/demolition_derby.py`` for the profile.
-* with the compiled playouts (agents/dd_fast.py, edbfa51; ``--only dd_tactical``, 400
-  positions, 3 rounds, three runs at load ~1, 2026-12-02): dd_tactical 2p median 1545 / 1589 /
-  1503 -> 187 / 189 / 182 us (x8.2 / x8.4 / x8.3), 4p median 1590 / 1594 / 1480 -> 215 / 212 /
-  205 us (x7.4 / x7.5 / x7.2). Alternating with the reference costs the compiled path ~20%
-  against its standalone time (``derby-envs bench``: 0.13-0.15 ms at 2p, 0.16-0.18 ms at 4p).
-* derby_exchange 4p (``--only derby_exchange``, 400 positions, 3 rounds, three runs at load
-  ~4): median 452 / 454 / 475 -> 45.0 / 43.7 / 47.5 us (x10.1 / x10.4 / x10.0), mean 1424 /
-  1435 / 1466 -> 125 / 126 / 127 us (x11.4 / x11.4 / x11.5); first call (kernels from numba's
-  cache) 0.35-0.4 s, ~20-110 s when they compile. At load ~1.5, before the last step (fewer
-  kernel arguments), x9.1-9.5 median and x9.8-11.3 mean. 2026-12-02, load ~0.5 (five runs,
-  173eea1 and its parent): median 441-475 -> 50-52 us (x8.5-9.5), mean 1316-1398 -> 134-138 us
-  (x9.7-10.4): the numpy model runs faster on a quiet machine, the kernels hardly change.
-* kd_value 5p, 2026-12-02, load ~0.5: cold median 56.6 -> 21.0 us (x2.7), warm 0.8 us (x67);
-  in play median 59.0 -> 1.4 us (x43), mean 60.4 -> 2.9 us (x21).
 """
 
 from __future__ import annotations
@@ -66,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 
 from agents.demolition_derby import DDGreedy
 from agents.kentucky_derby import _KDBase

@@ -2,9 +2,9 @@
 
 Usage::
 
-    .venv/bin/python scripts/derby_rollout_gains.py [--games 100] [--seed 30] [--rollouts 16]
+    .venv/bin/python scripts/studies/derby_rollout_gains.py [--games 100] [--seed 30] [--rollouts 16]
         [--from-progress 0.6] [--to-progress 1] [--play base] [--out gains.npz]
-    .venv/bin/python scripts/derby_rollout_gains.py --load gains.npz [more.npz ...]
+    .venv/bin/python scripts/studies/derby_rollout_gains.py --load gains.npz [more.npz ...]
 
 One seat (rotating with the game) plays against three ``derby_exchange``. At each of its
 decisions from ``--from-progress`` of the turns on, the ``derby_rollout`` search plays every
@@ -25,7 +25,7 @@ card choice of a turn, the second card, the exchange).
 
 ``--out`` writes the recording (a plain ``.npz``; with each searched decision it keeps what
 the seat saw, ``obs``, derby_exchange's ``values`` and ``progress``, the inputs of
-``scripts/derby_gain_fit.py``); ``--load`` reads one or more instead of
+``scripts/studies/derby_gain_fit.py``); ``--load`` reads one or more instead of
 playing (recorded with different ``--seed``: their games are counted apart; no pickles: data,
 never code).
 """
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # derby_deviations, beside us
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 
 from derby_deviations import KINDS, _kind
 

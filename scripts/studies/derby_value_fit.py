@@ -2,8 +2,8 @@
 
 Usage::
 
-    .venv/bin/python scripts/derby_value_fit.py [--games 2000] [--seed 1] [--out states.npz]
-    .venv/bin/python scripts/derby_value_fit.py --load states.npz [more.npz ...] [--epochs 3]
+    .venv/bin/python scripts/studies/derby_value_fit.py [--games 2000] [--seed 1] [--out states.npz]
+    .venv/bin/python scripts/studies/derby_value_fit.py --load states.npz [more.npz ...] [--epochs 3]
 
 Plays ``--games`` deals of four ``derby_exchange`` (36 games a second on one core) and keeps,
 from ``--from-progress`` of the turns on, a quarter of the positions, seen by each of the four
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # derby_gain_fit, beside us
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 
 from derby_gain_fit import derived_features, distinct_games
 from derby_rollout_gains import read_recording

@@ -1,5 +1,7 @@
-"""scripts/derby_deviations.py, derby_tie_flip.py and derby_rollout_gains.py: the Derby studies
-count and compare right."""
+"""The Derby studies of scripts/studies/ (derby_deviations, derby_tie_flip, derby_rollout_gains,
+derby_gain_fit, derby_value_fit) count and compare right.
+
+Not in the default test run (``testpaths`` is ``tests/``): ``make test-studies``."""
 
 from __future__ import annotations
 
@@ -8,7 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.common import load_script as _load
+STUDIES = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    """A study of scripts/studies/ as a module (the folder is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, STUDIES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _script():
@@ -383,3 +395,14 @@ def test_value_fit_cli_refuses_bad_input(tmp_path, capsys):
         with pytest.raises(SystemExit):
             script.main(argv)
         assert needle in capsys.readouterr().err, needle
+
+
+@pytest.mark.parametrize("only", ["kd_value", "dd_tactical"])
+def test_time_heuristics_runs_and_the_references_agree(only, tmp_path, capsys):
+    """time_heuristics times the frozen Ref* agents against today's and checks that both
+    choose alike (it exits naming the position otherwise)."""
+    out = tmp_path / "t.json"
+    argv = ["--only", only, "--positions", "6", "--rounds", "1", "--json", str(out)]
+    assert _load("time_heuristics").main(argv) == 0
+    assert "reference median" in capsys.readouterr().out
+    assert out.exists()

@@ -2,10 +2,10 @@
 
 Usage::
 
-    .venv/bin/python scripts/derby_gain_fit.py gains1.npz [gains2.npz ...] [--train-share 0.5]
+    .venv/bin/python scripts/studies/derby_gain_fit.py gains1.npz [gains2.npz ...] [--train-share 0.5]
         [--inputs both] [--hidden 16] [--weight-decay 0.01] [--epochs 8] [--seed 0]
 
-Reads recordings of ``scripts/derby_rollout_gains.py --out`` (those that also hold what the
+Reads recordings of ``scripts/studies/derby_rollout_gains.py --out`` (those that also hold what the
 seat saw: ``obs``, derby_exchange's ``values`` and ``progress``). Every legal action that is
 not derby_exchange's move is a row; its target is the mean paired difference of its playouts
 to the base move's (an unbiased, noisy estimate of what playing it instead gains, in margin
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # derby_rollout_gains, beside us
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 
 import derby_rollout_gains as gains
 

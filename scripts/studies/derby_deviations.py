@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python scripts/derby_deviations.py runs/derby_4p_ismcts_default_data.npz
+    .venv/bin/python scripts/studies/derby_deviations.py runs/derby_4p_ismcts_default_data.npz
 
 Reads a ``pretrain.data`` file recorded with ``hint: derby_exchange`` and ``hint_features:
 values`` (the observation ends with derby_exchange's value of every action, 0 for its choice),
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 
 from derby_envs.games.derby.constants import BLIND, DECLINE, OPEN1, SKIP
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python scripts/derby_tie_flip.py [--within 0.02] [--deals 500] [--seed 20]
+    .venv/bin/python scripts/studies/derby_tie_flip.py [--within 0.02] [--deals 500] [--seed 20]
 
 ``derby_exchange`` picks the first of its best actions. The ``flip`` seat picks the last of
 the actions within ``--within`` ticket points of the best, so it makes a different move
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository
 
 from agents.registry import make_policy
 from derby_envs.registry import make_game
