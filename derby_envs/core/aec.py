@@ -20,7 +20,7 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
-from derby_envs.core.game import Game, State, as_action
+from derby_envs.core.game import SEED, Game, State, as_action
 from derby_envs.core.params import Param, check_choice
 from derby_envs.core.policy import random_legal
 from derby_envs.core.render import close_env, render_env
@@ -54,7 +54,6 @@ def agent_name(player: int) -> str:
 #: The adapters' own numeric options and the reset seed, validated like the games' parameters.
 ILLEGAL_REWARD = Param("illegal_reward", -1.0, float, "the offender's reward (penalize, replace)")
 MAX_CYCLES = Param("max_cycles", DEFAULT_MAX_CYCLES, int, "truncate after this many", low=1)
-SEED = Param("seed", None, int, "reset seed", low=0, allow_none=True)
 
 
 #: ``metadata["name"]`` of the generic adapters (:class:`DerbyAECEnv`, ``DerbyParallelEnv``),
@@ -334,6 +333,12 @@ class DerbyAECEnv(GameEnvMixin, AECEnv, EzPickle):
             self.agent_selection = self.agents[0]
         else:
             self.agent_selection = agent_name(state.current_players()[0])
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """PettingZoo's ``last``; before ``reset`` a RuntimeError says so (the unwrapped
+        ``raw_env`` has no order-enforcing wrapper to catch it)."""
+        self._require_reset()
+        return super().last(observe)
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         self._require_reset()

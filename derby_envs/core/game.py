@@ -28,13 +28,14 @@ import copy
 import operator
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, wraps
 from typing import Any, ClassVar
 
 import numpy as np
 
-from derby_envs.core.errors import IllegalActionError, StateFormatError
-from derby_envs.core.params import Param, check_choice, resolve_params
+from derby_envs.core.datafile import check_nesting
+from derby_envs.core.errors import IllegalActionError, InvalidParameterError, StateFormatError
+from derby_envs.core.params import Param, check_choice, resolve_params, show
 
 FORMAT_VERSION = 1
 
@@ -55,6 +56,20 @@ class Game(ABC):
     reward_modes: ClassVar[tuple[str, ...]] = ("win",)
     #: True when some phases have several players choosing at once
     simultaneous: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # The seed rule (check_seed) applies to every engine's new_initial_state, plugins' too,
+        # without each engine repeating it.
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("new_initial_state")
+        if own is not None and not getattr(own, "_checks_seed", False):
+
+            @wraps(own)
+            def new_initial_state(self: Game, seed: Any = None, *args: Any, **kw: Any) -> State:
+                return own(self, check_seed(seed), *args, **kw)
+
+            new_initial_state._checks_seed = True  # type: ignore[attr-defined]
+            cls.new_initial_state = new_initial_state  # type: ignore[method-assign]
 
     def __init__(self, **params: Any) -> None:
         self.params: dict[str, Any] = resolve_params(
@@ -100,7 +115,9 @@ class Game(ABC):
 
     @abstractmethod
     def new_initial_state(self, seed: int | None = None) -> State:
-        """A fresh game whose chance is driven by ``numpy.random.default_rng(seed)``."""
+        """A fresh game whose chance is driven by ``numpy.random.default_rng(seed)``.
+
+        ``seed`` follows :func:`check_seed` (checked before the engine's code runs)."""
 
     @abstractmethod
     def action_name(self, action: int) -> str:
@@ -113,7 +130,7 @@ class Game(ABC):
 
     def max_game_length(self) -> int | None:
         """An upper bound on the number of actions in one game (OpenSpiel's ``GameInfo`` needs
-        one); None: the engine states none (``core.openspiel`` then knows the shipped games')."""
+        one); None: the engine states none (the OpenSpiel adapter then refuses the game)."""
         return None
 
     def utility_range(self, mode: str) -> tuple[float, float] | None:
@@ -138,6 +155,8 @@ class Game(ABC):
         """
         if not isinstance(data, Mapping):
             raise StateFormatError(f"expected a mapping, got {type(data).__name__}")
+        # a 1,000-deep list would make the checks below (comparisons, messages) recurse
+        check_nesting(data, "malformed saved state", error=StateFormatError)
         if data.get("game") != self.name:
             raise StateFormatError(
                 f"saved state is of game {data.get('game')!r}, not {self.name!r}"
@@ -392,18 +411,18 @@ def rng_from_state(raw: Any) -> np.random.Generator:
 def saved_int(value: Any, name: str, low: int | None = None, high: int | None = None) -> int:
     """``value`` as an int in ``[low, high]`` (bools and floats refused), else StateFormatError."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-        raise StateFormatError(f"{name}: expected an integer, got {value!r}")
+        raise StateFormatError(f"{name}: expected an integer, got {show(value)}")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
         lo = "" if low is None else low
         hi = "" if high is None else high
-        raise StateFormatError(f"{name}: {v} is outside [{lo}, {hi}]")
+        raise StateFormatError(f"{name}: {show(v)} is outside [{lo}, {hi}]")
     return v
 
 
 def saved_bool(value: Any, name: str) -> bool:
     if not isinstance(value, bool | np.bool_):
-        raise StateFormatError(f"{name}: expected true or false, got {value!r}")
+        raise StateFormatError(f"{name}: expected true or false, got {show(value)}")
     return bool(value)
 
 
@@ -458,6 +477,34 @@ def win_share_returns(winners: Sequence[int], num_players: int) -> np.ndarray:
     return out
 
 
+#: The suite's one seed rule: None (fresh entropy) or an integer >= 0. Bools, fractions,
+#: strings and negative numbers are refused (numpy would raise its own errors, or take True
+#: as 1). Engines (``new_initial_state``), the envs' ``reset`` and the CLI's ``--seed`` use it.
+SEED = Param("seed", None, int, "a seed: None or an integer >= 0", low=0, allow_none=True)
+#: Longest seed list an engine takes (numpy entropy words; the OpenSpiel adapter uses two).
+MAX_SEED_WORDS = 32
+
+
+def check_seed(seed: Any, name: str = "seed", sequence: bool = True) -> Any:
+    """``seed`` under the seed rule (:data:`SEED`), as an ``int`` or None; with ``sequence``
+    (the engines) also a non-empty list or tuple of at most :data:`MAX_SEED_WORDS` such
+    integers, numpy's entropy words (returned as a list). Else InvalidParameterError naming
+    ``name``."""
+    if sequence and isinstance(seed, list | tuple):
+        if 0 < len(seed) <= MAX_SEED_WORDS and all(
+            not isinstance(x, bool | np.bool_) and isinstance(x, int | np.integer) and x >= 0
+            for x in seed
+        ):
+            return [int(x) for x in seed]
+        raise InvalidParameterError(
+            f"parameter {name!r}: got {show(seed)}, expected None, an integer >= 0 or a list "
+            f"of 1-{MAX_SEED_WORDS} such integers"
+        )
+    if name == "seed":
+        return SEED.validate(seed)
+    return Param(name, None, int, SEED.doc, low=0, allow_none=True).validate(seed)
+
+
 def reseed(seed: int | None) -> np.random.Generator:
-    """The suite's one way to build a Generator from a user seed."""
-    return np.random.default_rng(seed)
+    """The suite's one way to build a Generator from a user seed (:func:`check_seed`)."""
+    return np.random.default_rng(check_seed(seed))

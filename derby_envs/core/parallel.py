@@ -103,6 +103,14 @@ class DerbyParallelEnv(GameEnvMixin, ParallelEnv, EzPickle):
             raise RuntimeError("call reset() before step() (the game is over)")
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict agent -> action, got {type(actions).__name__}")
+        if not actions.keys() <= self.agent_name_mapping.keys():
+            # a key no seat has is the caller's bug in every illegal_action mode (its action
+            # would be dropped unseen); an agent not choosing now may send anything (ignored)
+            unknown = sorted(map(repr, actions.keys() - self.agent_name_mapping.keys()))
+            raise KeyError(
+                f"unknown agent(s) {', '.join(unknown[:5])} in the actions; agents: "
+                f"{', '.join(self.possible_agents)}"
+            )
         chosen: dict[int, int] = {}
         penalties: dict[str, float] = {}
         for p in state.current_players():

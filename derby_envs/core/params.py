@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from derby_envs.core.errors import InvalidParameterError
 
 _MISSING = object()
@@ -67,42 +69,56 @@ class Param:
         if self.kind is bool:
             if not isinstance(value, bool | int) or value not in (0, 1, True, False):
                 raise InvalidParameterError(
-                    f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                    f"parameter {self.name!r}: got {show(value)}, expected {self.allowed()}"
                 )
             value = bool(value)
         elif self.kind is int:
             # bool is an int subclass; True as a player count is a mistake, not a 1.
-            if isinstance(value, bool) or not _is_integral(value):
+            if isinstance(value, bool | np.bool_) or not _is_integral(value):
                 raise InvalidParameterError(
-                    f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                    f"parameter {self.name!r}: got {show(value)}, expected {self.allowed()}"
                 )
             value = int(value)
         elif self.kind is float:
             # nan and inf pass every bound test, so they are refused outright
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if isinstance(value, bool | np.bool_) or not isinstance(value, int | float):
                 raise InvalidParameterError(
-                    f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                    f"parameter {self.name!r}: got {show(value)}, expected {self.allowed()}"
                 )
             value = float(value)
             if not math.isfinite(value):
                 raise InvalidParameterError(
-                    f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                    f"parameter {self.name!r}: got {show(value)}, expected {self.allowed()}"
                 )
         elif self.kind is str and not isinstance(value, str):
             raise InvalidParameterError(
-                f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                f"parameter {self.name!r}: got {show(value)}, expected {self.allowed()}"
             )
         if self.choices is not None and value not in self.choices:
             raise InvalidParameterError(
-                f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                f"parameter {self.name!r}: got {show(value)}, expected {self.allowed()}"
             )
         if (self.low is not None and value < self.low) or (
             self.high is not None and value > self.high
         ):
             raise InvalidParameterError(
-                f"parameter {self.name!r}: got {value!r}, expected {self.allowed()}"
+                f"parameter {self.name!r}: got {show(value)}, expected {self.allowed()}"
             )
         return value
+
+
+def show(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for error messages, kept short: a huge integer (whose repr Python
+    refuses past its digit limit), a deeply nested or long value never makes the message
+    itself fail or fill the screen."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"{'-' if value < 0 else ''}an integer of ~{digits:,} digits"
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__} too large or too deeply nested to show"
+    return text if len(text) <= limit else text[: limit - 4] + " ..."
 
 
 def _is_integral(value: Any) -> bool:
@@ -167,5 +183,5 @@ def check_choice(name: str, value: Any, choices: Sequence[Any], allow_none: bool
         return value
     allowed = ", ".join(repr(c) for c in choices)
     raise InvalidParameterError(
-        f"parameter {name!r}: got {value!r}, expected {'None or ' if allow_none else ''}one of {allowed}"
+        f"parameter {name!r}: got {show(value)}, expected {'None or ' if allow_none else ''}one of {allowed}"
     )

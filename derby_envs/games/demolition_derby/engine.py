@@ -379,6 +379,17 @@ class DemolitionDerbyGame(Game):
         assert isinstance(state, DemolitionDerbyState)
         scenario.build(state, description)
 
+    def max_game_length(self) -> int:
+        """Deploy picks plus ability choices (a generous 16 per player and turn)."""
+        n = self.num_players
+        return self.params["max_derbies"] * self.turns_per_derby * n * (self.picks_per_turn + 16)
+
+    def utility_range(self, mode: str) -> tuple[float, float]:
+        """The "win" range as every game; "derbies": Derbies won, 0 to ``max_derbies``."""
+        if self.check_reward_mode(mode) == "win":
+            return super().utility_range(mode)
+        return 0.0, float(self.params["max_derbies"])
+
     def new_initial_state(self, seed: int | None = None) -> DemolitionDerbyState:
         state = DemolitionDerbyState(self, np.random.default_rng(seed))
         state._start_derby()

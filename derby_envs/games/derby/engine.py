@@ -373,6 +373,17 @@ class DerbyGame(Game):
         """Legal-mask templates shared by all states of this game (see ``_current_mask``)."""
         return {}
 
+    def max_game_length(self) -> int:
+        """Two cards and one exchange a turn at most (OpenSpiel's ``max_game_length``)."""
+        return 3 * self.total_turns
+
+    def utility_range(self, mode: str) -> tuple[float, float]:
+        """The "win" range as every game; scores and margins within the tickets' profits."""
+        if self.check_reward_mode(mode) == "win":
+            return super().utility_range(mode)
+        bound = float(sum(self.profit) * 9)
+        return -bound, bound
+
     def new_initial_state(self, seed: int | None = None) -> DerbyState:
         state = DerbyState(self, np.random.default_rng(seed))
         state._setup()
