@@ -198,8 +198,9 @@ def mask_scratch(engine: BatchEngine) -> np.ndarray:
     return masks
 
 
-def act_batch(policy: Any, engine: BatchEngine, players: np.ndarray, rngs: np.ndarray,
-              out: np.ndarray) -> None:
+def act_batch(
+    policy: Any, engine: BatchEngine, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
+) -> None:
     """``policy``'s actions for the rows with ``players[i] >= 0``: its own ``act_batch`` where
     it has one, else ``choose`` game by game on reference states (any policy works; slowly)."""
     own = getattr(policy, "act_batch", None)

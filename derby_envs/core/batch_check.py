@@ -26,6 +26,103 @@ def _differ(what: str, game: Game, seed: int, move: int, got, want) -> Assertion
     )
 
 
+class _Side:
+    """The batch and its reference states, with the buffers the comparisons read into."""
+
+    def __init__(self, game: Game, seeds: Sequence[int], eng: BatchEngine, full: int) -> None:
+        B, n = len(seeds), game.num_players
+        self.game, self.seeds, self.eng, self.full = game, list(seeds), eng, full
+        eng.reset(np.asarray(seeds, np.uint64), np.ones(B, np.bool_))
+        self.refs = [game.new_initial_state(int(s)) for s in seeds]
+        self.masks = np.zeros((B, game.num_actions), np.int8)
+        self.obs = np.zeros((B, game.observation_size), np.float32)
+        self.rets = np.zeros((B, n))
+        self.wins = np.zeros((B, n), np.bool_)
+        self.players = np.zeros(B, np.int64)
+        self.actions = np.zeros(B, np.int64)
+
+    def flow(self, move: int) -> None:
+        """Who moves, the end, and (in the first ``full`` games) the whole state."""
+        eng = self.eng
+        for i, ref in enumerate(self.refs):
+            over = ref.is_terminal()
+            if bool(eng.terminal[i]) != over:
+                raise _differ("is_terminal", self.game, self.seeds[i], move, not over, over)
+            want = [] if over else sorted(ref.current_players())
+            got = np.flatnonzero(eng.to_move[i]).tolist()
+            if got != want:
+                raise _differ("current_players", self.game, self.seeds[i], move, got, want)
+            if i < self.full:
+                got_d, want_d = eng.to_state(i).to_dict(), ref.to_dict()
+                if got_d != want_d:
+                    keys = [k for k in want_d if got_d.get(k) != want_d[k]]
+                    raise _differ(
+                        f"state fields {keys}", self.game, self.seeds[i], move, None, None
+                    )
+
+    def views(self, move: int) -> None:
+        """Every player's mask and observation."""
+        for p in range(self.game.num_players):
+            self.players[:] = p
+            self.eng.legal_masks(self.players, self.masks)
+            self.eng.observe(self.players, self.obs)
+            for i, ref in enumerate(self.refs):
+                want = ref.legal_mask(p)
+                if not np.array_equal(self.masks[i], want):
+                    raise _differ(
+                        f"legal_mask({p})", self.game, self.seeds[i], move, self.masks[i], want
+                    )
+                want = ref.observation(p)
+                if not np.array_equal(self.obs[i], want):
+                    at = np.flatnonzero(self.obs[i] != want).tolist()
+                    raise _differ(
+                        f"observation({p}) at {at}",
+                        self.game,
+                        self.seeds[i],
+                        move,
+                        self.obs[i][at],
+                        want[at],
+                    )
+
+    def results(self, move: int) -> None:
+        """The returns in every reward mode, and the winners once every game is over."""
+        for mode in self.game.reward_modes:
+            self.eng.returns(mode, self.rets)
+            for i, ref in enumerate(self.refs):
+                if not np.array_equal(self.rets[i], ref.returns(mode)):
+                    raise _differ(
+                        f"returns({mode!r})",
+                        self.game,
+                        self.seeds[i],
+                        move,
+                        self.rets[i],
+                        ref.returns(mode),
+                    )
+        self.eng.winners(self.wins)
+        for i, ref in enumerate(self.refs):
+            want = sorted(ref.winners()) if ref.is_terminal() else []
+            if np.flatnonzero(self.wins[i]).tolist() != want:
+                raise _differ(
+                    "winners", self.game, self.seeds[i], move, np.flatnonzero(self.wins[i]), want
+                )
+
+    def play(self, rng: np.random.Generator) -> int:
+        """One random legal move in every game still on; the moves made."""
+        self.players[:] = -1
+        made = 0
+        for i, ref in enumerate(self.refs):
+            if ref.is_terminal():
+                continue
+            movers = ref.current_players()
+            p = movers[int(rng.integers(len(movers)))]
+            legal = np.flatnonzero(ref.legal_mask(p))
+            self.players[i], self.actions[i] = p, int(legal[rng.integers(len(legal))])
+            ref.apply_action(p, int(self.actions[i]))
+            made += 1
+        self.eng.apply(self.players, self.actions)
+        return made
+
+
 def batch_battery(
     game: Game,
     seeds: Sequence[int],
@@ -39,66 +136,16 @@ def batch_battery(
     ``compare_states``: True compares the whole state after every move in every game; an int
     k compares it in the first k games only (the other checks run in all of them).
     """
-    B, n, A = len(seeds), game.num_players, game.num_actions
-    eng = engine if engine is not None else batch_engine(game, B, compiled=True)
-    seeds_arr = np.asarray(seeds, np.uint64)
-    eng.reset(seeds_arr, np.ones(B, np.bool_))
-    refs = [game.new_initial_state(int(s)) for s in seeds]
-    full_states = B if compare_states is True else int(compare_states)
+    eng = engine if engine is not None else batch_engine(game, len(seeds), compiled=True)
+    full = len(seeds) if compare_states is True else int(compare_states)
+    side = _Side(game, seeds, eng, full)
     rng = np.random.default_rng(action_seed)
-    masks = np.zeros((B, A), np.int8)
-    obs = np.zeros((B, game.observation_size), np.float32)
-    rets = np.zeros((B, n))
-    wins = np.zeros((B, n), np.bool_)
-    players = np.zeros(B, np.int64)
-    actions = np.zeros(B, np.int64)
     compared = 0
     for move in range(100_000):
-        for i, ref in enumerate(refs):
-            over = ref.is_terminal()
-            if bool(eng.terminal[i]) != over:
-                raise _differ("is_terminal", game, seeds[i], move, bool(eng.terminal[i]), over)
-            want = [] if over else sorted(ref.current_players())
-            got = np.flatnonzero(eng.to_move[i]).tolist()
-            if got != want:
-                raise _differ("current_players", game, seeds[i], move, got, want)
-            if i < full_states:
-                got_d, want_d = eng.to_state(i).to_dict(), ref.to_dict()
-                if got_d != want_d:
-                    keys = [k for k in want_d if got_d.get(k) != want_d[k]]
-                    raise _differ(f"state fields {keys}", game, seeds[i], move, None, None)
-        for p in range(n):
-            players[:] = p
-            eng.legal_masks(players, masks)
-            eng.observe(players, obs)
-            for i, ref in enumerate(refs):
-                if not np.array_equal(masks[i], ref.legal_mask(p)):
-                    raise _differ(f"legal_mask({p})", game, seeds[i], move, masks[i], ref.legal_mask(p))
-                want_obs = ref.observation(p)
-                if not np.array_equal(obs[i], want_obs):
-                    at = np.flatnonzero(obs[i] != want_obs).tolist()
-                    raise _differ(f"observation({p}) at {at}", game, seeds[i], move, obs[i][at], want_obs[at])
-        for mode in game.reward_modes:
-            eng.returns(mode, rets)
-            for i, ref in enumerate(refs):
-                if not np.array_equal(rets[i], ref.returns(mode)):
-                    raise _differ(f"returns({mode!r})", game, seeds[i], move, rets[i], ref.returns(mode))
-        if all(r.is_terminal() for r in refs):
-            eng.winners(wins)
-            for i, ref in enumerate(refs):
-                want = sorted(ref.winners())
-                if np.flatnonzero(wins[i]).tolist() != want:
-                    raise _differ("winners", game, seeds[i], move, np.flatnonzero(wins[i]), want)
+        side.flow(move)
+        side.views(move)
+        side.results(move)
+        if all(r.is_terminal() for r in side.refs):
             return compared
-        players[:] = -1
-        for i, ref in enumerate(refs):
-            if ref.is_terminal():
-                continue
-            movers = ref.current_players()
-            p = movers[int(rng.integers(len(movers)))]
-            legal = np.flatnonzero(ref.legal_mask(p))
-            players[i], actions[i] = p, int(legal[rng.integers(len(legal))])
-            ref.apply_action(p, int(actions[i]))
-            compared += 1
-        eng.apply(players, actions)
+        compared += side.play(rng)
     raise AssertionError(f"{game.name}: the games did not end within 100,000 moves")

@@ -395,7 +395,7 @@ def _reference_draw(rng: np.random.Generator, kind: int, arg: int) -> float:
 
 
 def first_difference(seeds: tuple[int, ...] = (0, 12345, 2**40 + 3), count: int = 2000) -> str:
-    """"" if every function here draws as the installed numpy, else the first difference."""
+    """ "" if every function here draws as the installed numpy, else the first difference."""
     kinds = np.arange(count) % 5
     args = np.where(kinds == 1, np.resize(_CHECK_BOUNDS, count), 1 + np.arange(count) % 37)
     plan = np.stack([kinds, args], axis=1).astype(np.int64)

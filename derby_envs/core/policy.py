@@ -37,7 +37,9 @@ class UniformRandomPolicy:
     ) -> int:
         return random_legal(action_mask, rng)
 
-    def act_batch(self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray) -> None:
+    def act_batch(
+        self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
+    ) -> None:
         """:meth:`act` for a batch of games (``derby_envs.core.batch``), the same draws."""
         from derby_envs.core import batch
 

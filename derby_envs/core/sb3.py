@@ -98,13 +98,22 @@ class DerbyVecEnv(VecEnv):
 
     render_mode = None
 
-    def __init__(self, game: str, num_envs: int = 1, seed: int | None = None, **kwargs: Any) -> None:
-        from derby_envs.registry import make_game
-
+    def __init__(
+        self, game: str, num_envs: int = 1, seed: int | None = None, **kwargs: Any
+    ) -> None:
         import gymnasium
 
-        names = ("opponents", "learner_seat", "reward_mode", "illegal_action",
-                 "illegal_reward", "max_cycles", "compiled")
+        from derby_envs.registry import make_game
+
+        names = (
+            "opponents",
+            "learner_seat",
+            "reward_mode",
+            "illegal_action",
+            "illegal_reward",
+            "max_cycles",
+            "compiled",
+        )
         options = {k: kwargs.pop(k) for k in names if k in kwargs}
         g = make_game(game, **kwargs)
         self.batch = LearnerBatch(g, num_envs, **options)

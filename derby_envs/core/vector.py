@@ -31,7 +31,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from derby_envs.core import pcg64
-from derby_envs.core.aec import DEFAULT_MAX_CYCLES, ILLEGAL_ACTION_MODES, ILLEGAL_REWARD, MAX_CYCLES, SEED
+from derby_envs.core.aec import (
+    DEFAULT_MAX_CYCLES,
+    ILLEGAL_ACTION_MODES,
+    ILLEGAL_REWARD,
+    MAX_CYCLES,
+    SEED,
+)
 from derby_envs.core.batch import act_batch, batch_engine, random_legal
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game
@@ -66,6 +72,15 @@ def _draw_starts(rngs, which, fixed_seat, num_players, seats, seeds):
         if which[i]:
             seats[i] = pcg64.integers(rngs[i], num_players) if fixed_seat < 0 else fixed_seat
             seeds[i] = pcg64.integers(rngs[i], _SEED_HIGH)
+
+
+def _illegal(
+    game: Game, env: int, player: int, action: Any, mask: np.ndarray
+) -> IllegalActionError:
+    """The single envs' IllegalActionError, its message naming the sub-env."""
+    err = IllegalActionError(player, action, np.flatnonzero(mask), game.action_name)
+    err.args = (f"env {env}: {err}",)
+    return err
 
 
 def resolve_seeds(seed: Any, num_envs: int) -> list[int | None]:
@@ -135,7 +150,9 @@ class LearnerBatch:
         self.fixed_seat = -1 if learner_seat is None else int(learner_seat)
         named: dict[str, Any] = {}  # one object per name: the batch asks each policy once
         policies = [
-            named.setdefault(o, resolve_policy(o, game)) if isinstance(o, str) else resolve_policy(o, game)
+            named.setdefault(o, resolve_policy(o, game))
+            if isinstance(o, str)
+            else resolve_policy(o, game)
             for o in _opponent_list(opponents, n)
         ]
         hooked = [p for p in policies if hasattr(p, "new_episode")]
@@ -184,7 +201,9 @@ class LearnerBatch:
         for i in range(self.num_envs) if which is None else np.flatnonzero(which):
             s = seeds[i]
             if s is None:
-                s = int(np.random.SeedSequence().generate_state(2, np.uint64).view(np.uint64)[0] >> 1)
+                s = int(
+                    np.random.SeedSequence().generate_state(2, np.uint64).view(np.uint64)[0] >> 1
+                )
             pcg64.seed_row(self.rng[i], s)
 
     def start(self, which: np.ndarray) -> None:
@@ -193,7 +212,9 @@ class LearnerBatch:
         again)."""
         todo = which.copy()
         for _ in range(MAX_REDEALS):
-            _draw_starts(self.rng, todo, self.fixed_seat, self.game.num_players, self.seat, self._seeds)
+            _draw_starts(
+                self.rng, todo, self.fixed_seat, self.game.num_players, self.seat, self._seeds
+            )
             self.engine.reset(self._seeds, todo)
             self.advance()
             todo &= self.engine.terminal
@@ -219,7 +240,9 @@ class LearnerBatch:
             if len(self._unique) == 1:
                 act_batch(self._unique[0], eng, movers, self.rng, self._actions)
             else:
-                slot = self._slot[(movers - self.seat - 1) % self.game.num_players % len(self._slot)]
+                slot = self._slot[
+                    (movers - self.seat - 1) % self.game.num_players % len(self._slot)
+                ]
                 for k, policy in enumerate(self._unique):
                     players = np.where((movers >= 0) & (slot == k), movers, -1)
                     if players.max() >= 0:
@@ -249,11 +272,7 @@ class LearnerBatch:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             if self.illegal_action == "raise":
-                legal = np.flatnonzero(self.masks[i]).tolist()
-                raise IllegalActionError(
-                    f"env {i}: action {acts[i]!r} is not legal for player {int(self.seat[i])}; "
-                    f"legal actions: {legal}"
-                )
+                raise _illegal(self.game, i, int(self.seat[i]), acts[i].item(), self.masks[i])
             self.illegal[bad] = True
             if self.illegal_action == "penalize":
                 self.penalized |= bad
@@ -320,7 +339,10 @@ class DerbyVectorEnv(VectorEnv):
     ``(N, A)`` int8, ``seat``, ``winner``, ``illegal_action`` (each with its ``_key`` mask).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+        "render_modes": [],
+    }
 
     def __init__(
         self,
@@ -350,8 +372,15 @@ class DerbyVectorEnv(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         g = make_game(game, **game_params)
         self.batch = LearnerBatch(
-            g, num_envs, opponents, learner_seat, reward_mode, illegal_action,
-            illegal_reward, max_cycles, compiled,
+            g,
+            num_envs,
+            opponents,
+            learner_seat,
+            reward_mode,
+            illegal_action,
+            illegal_reward,
+            max_cycles,
+            compiled,
         )
         self.game = g
         self.num_envs = self.batch.num_envs
@@ -407,6 +436,7 @@ class DerbyVectorEnv(VectorEnv):
                 final_obs[i] = b.obs[i].copy()
                 final_info[i] = {k: v[i] for k, v in info.items() if not k.startswith("_")}
             b.start(ended)
+            b.illegal[ended] = False  # the info shown is the new episode's
             b.observe()
             info = b.info()
             info["final_obs"], info["_final_obs"] = final_obs, ended.copy()
@@ -463,15 +493,19 @@ class DerbyMultiAgentBatch:
         compiled: bool | None = None,
         **game_params: Any,
     ) -> None:
-        from derby_envs.core.aec import WAIT_ACTION
+        from derby_envs.core.parallel import WAIT_ACTION
         from derby_envs.registry import make_game
 
         self.game = g = make_game(game, **game_params)
         self.num_envs = N = NUM_ENVS.validate(num_envs)
         self.num_players = n = g.num_players
-        self.reward_mode = g.check_reward_mode(g.reward_modes[0] if reward_mode is None else reward_mode)
+        self.reward_mode = g.check_reward_mode(
+            g.reward_modes[0] if reward_mode is None else reward_mode
+        )
         self.max_cycles = MAX_CYCLES.validate(max_cycles)
-        self.autoreset_mode = check_choice("autoreset_mode", autoreset_mode, ("NextStep", "SameStep"))
+        self.autoreset_mode = check_choice(
+            "autoreset_mode", autoreset_mode, ("NextStep", "SameStep")
+        )
         self.wait_action = WAIT_ACTION
         self.engine = batch_engine(g, N, compiled=compiled)
         self.rng = np.zeros((N, pcg64.WORDS), np.uint64)
@@ -494,7 +528,9 @@ class DerbyMultiAgentBatch:
 
     def _start(self, which: np.ndarray) -> None:
         # as the AEC/Parallel env's reset: the game's seed is integers(2**63 - 1) of the env rng
-        _draw_starts(self.rng, which, 0, self.num_players, np.zeros(self.num_envs, np.int64), self._seeds)
+        _draw_starts(
+            self.rng, which, 0, self.num_players, np.zeros(self.num_envs, np.int64), self._seeds
+        )
         self.engine.reset(self._seeds, which)
         self.cycles[which] = 0
         self._last[which] = 0.0
@@ -518,7 +554,9 @@ class DerbyMultiAgentBatch:
         seeds = resolve_seeds(seed, self.num_envs)
         for i, s in enumerate(seeds):
             if s is None:
-                s = int(np.random.SeedSequence().generate_state(2, np.uint64).view(np.uint64)[0] >> 1)
+                s = int(
+                    np.random.SeedSequence().generate_state(2, np.uint64).view(np.uint64)[0] >> 1
+                )
             pcg64.seed_row(self.rng[i], s)
         every = np.ones(self.num_envs, np.bool_)
         self._start(every)
@@ -536,14 +574,13 @@ class DerbyMultiAgentBatch:
         eng = self.engine
         pending = self._pending.copy()
         acting = self.acting & ~pending[:, None]
-        legal = np.take_along_axis(self.masks, np.clip(acts, 0, self.game.num_actions - 1)[..., None], 2)[..., 0]
+        legal = np.take_along_axis(
+            self.masks, np.clip(acts, 0, self.game.num_actions - 1)[..., None], 2
+        )[..., 0]
         bad = acting & ((acts < 0) | (acts >= self.game.num_actions) | (legal == 0))
         if bad.any():
             i, p = (int(x) for x in np.argwhere(bad)[0])
-            raise IllegalActionError(
-                f"game {i}: action {int(acts[i, p])} is not legal for player {p}; legal actions: "
-                f"{np.flatnonzero(self.masks[i, p]).tolist()}"
-            )
+            raise _illegal(self.game, i, p, int(acts[i, p]), self.masks[i, p])
         for p in range(n):
             self._players[:] = np.where(acting[:, p], p, -1)
             if self._players.max() >= 0:
@@ -569,6 +606,10 @@ class DerbyMultiAgentBatch:
                 self._observe()
             self._pending[:] = ended
         return (
-            self.obs.copy(), self.masks.copy(), self.acting.copy(), self.rewards.copy(),
-            self.terminated.copy(), self.truncated.copy(),
+            self.obs.copy(),
+            self.masks.copy(),
+            self.acting.copy(),
+            self.rewards.copy(),
+            self.terminated.copy(),
+            self.truncated.copy(),
         )

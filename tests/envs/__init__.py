@@ -1,0 +1,1 @@
+"""Environment adapters: single, vector, multi-agent."""
