@@ -17,11 +17,15 @@ between horses is how crowded they are:
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from math import comb
+from typing import Any
 
 import numpy as np
+from numba import njit
 
+from derby_envs.core import pcg64
 from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame
 
 
@@ -98,24 +102,64 @@ _KDBase = KDBase  # the old private name (scripts/time_heuristics.py imports it)
 
 
 class KDContrarian(KDBase):
-    """Back the least crowded horse; stake only if profitable on the visible bets."""
+    """Back the least crowded horse; stake only if profitable on the visible bets.
+
+    The rule is written once over rows of observations (:meth:`_least_crowded`,
+    :meth:`_stakes`): ``act`` runs it on one row, ``act_batch`` on every game of a batch."""
 
     name = "kd_contrarian"
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> int:
-        v = self._read(observation)
-        crowd = v["backers"] * 1000 + v["stakes_on"] - self.p1 * 1e-3  # tie-break: likelier horse
-        best = np.flatnonzero(crowd == crowd.min())
+        obs, mask = observation[None], action_mask[None]
+        best = np.flatnonzero(self._least_crowded(obs)[0])
         h = int(best[rng.integers(best.size)])
-        top = self._legal_stakes(action_mask)
-        stake, best_ev = 0, 0.0
-        for s in range(1, top + 1):
-            ev = self.p1[h] * (v["pot"] + s) * s / (v["stakes_on"][h] + s) - s
-            if ev > best_ev:
-                stake, best_ev = s, ev
-        return h * self.levels + stake
+        return h * self.levels + int(self._stakes(obs, mask, np.array([h]))[0])
+
+    def act_batch(
+        self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
+    ) -> None:
+        """``act`` for every game of ``engine`` with ``players[i] >= 0`` (core.batch)."""
+        rows = np.flatnonzero(players >= 0)
+        if not rows.size:
+            return
+        obs, masks = _observe_batch(engine, players)
+        obs, masks = obs[rows], masks[rows]
+        best = self._least_crowded(obs)
+        counts = best.sum(axis=1)
+        picks = np.zeros(rows.size, np.int64)
+        _draw_rows(rngs, rows, counts, picks)  # rng.integers(len(best)) of each game
+        horses = np.argmax(np.cumsum(best, axis=1) > picks[:, None], axis=1)
+        out[rows] = horses * self.levels + self._stakes(obs, masks, horses)
+
+    def _counts(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``_read``'s backers and stakes per horse (float32 rows) and stake pot (float64)."""
+        sl = self._sl
+        backers = np.rint(obs[:, sl["backers"]] * self.n)
+        stakes_on = np.rint(obs[:, sl["stakes_on"]] * self.T)
+        pot = np.rint(obs[:, sl["stake_pot"].start].astype(np.float64) * self.T)
+        return backers, stakes_on, pot
+
+    def _least_crowded(self, obs: np.ndarray) -> np.ndarray:
+        """The horses with fewest visible backers, then least staked, then likelier to win."""
+        backers, stakes_on, _ = self._counts(obs)
+        crowd = backers * 1000 + stakes_on - self.p1 * 1e-3  # tie-break: likelier horse
+        return crowd == crowd.min(axis=1, keepdims=True)
+
+    def _stakes(self, obs: np.ndarray, masks: np.ndarray, horses: np.ndarray) -> np.ndarray:
+        """The stake of each row on ``horses``: the most profitable on the visible bets
+        (the smallest of equal ones), 0 unless one is profitable."""
+        _, stakes_on, pot = self._counts(obs)
+        rows = np.arange(len(horses))
+        p1, on = self.p1[horses], stakes_on[rows, horses]
+        top = masks[:, : self.levels].sum(axis=1) - 1  # each row's largest legal stake
+        stake, best_ev = np.zeros(len(horses), np.int64), np.zeros(len(horses))
+        for s in range(1, self.max_stake + 1):
+            ev = p1 * (pot + s) * s / (on + s) - s
+            better = (s <= top) & (ev > best_ev)
+            stake[better], best_ev[better] = s, ev[better]
+        return stake
 
 
 class KDValue(KDBase):
@@ -140,16 +184,40 @@ class KDValue(KDBase):
     ) -> int:
         # The best actions are a pure function of a few observation entries and the legal
         # stakes, and a session revisits the same betting situations over and over: keep them.
-        x = observation[self._key_idx]
+        best = self._best_of(observation[self._key_idx], action_mask)
+        if len(best) == 1:  # rng.integers(1) draws nothing, so skipping it keeps the stream
+            return best[0]
+        return best[int(rng.integers(len(best)))]
+
+    def act_batch(
+        self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
+    ) -> None:
+        """``act`` for every game of ``engine`` with ``players[i] >= 0`` (core.batch): the
+        same memo of best actions, one generator draw in the games with several."""
+        rows = np.flatnonzero(players >= 0)
+        if not rows.size:
+            return
+        obs, masks = _observe_batch(engine, players)
+        keys = obs[:, self._key_idx]
+        counts = np.zeros(rows.size, np.int64)
+        bests = []
+        for k, i in enumerate(rows.tolist()):
+            best = self._best_of(keys[i], masks[i])
+            bests.append(best)
+            counts[k] = len(best)
+        picks = np.zeros(rows.size, np.int64)
+        _draw_rows(rngs, rows, counts, picks)
+        out[rows] = [best[j] for best, j in zip(bests, picks.tolist(), strict=True)]
+
+    def _best_of(self, x: np.ndarray, action_mask: np.ndarray) -> tuple[int, ...]:
+        """The best actions for the key entries ``x`` and the legal stakes, memoised."""
         key = x.tobytes() + action_mask[: self.levels].tobytes()
         best = self._best.get(key)
         if best is None:
             if len(self._best) >= self._CACHE_MAX:
                 self._best.clear()
             best = self._best[key] = self._best_actions(x, action_mask)
-        if len(best) == 1:  # rng.integers(1) draws nothing, so skipping it keeps the stream
-            return best[0]
-        return best[int(rng.integers(len(best)))]
+        return best
 
     def _read_key(self, x: np.ndarray) -> dict:
         """``_read`` from the key entries (pool, stake_pot, backers, stakes_on, active,
@@ -229,6 +297,35 @@ class KDValue(KDBase):
                 stake_ev += pj * pot * s / (others + s)
             out.append(self._p1[h] * stake_ev - s)
         return out
+
+
+_buffers = threading.local()  # per thread: (B, obs, A) -> the arrays act_batch observes into
+
+
+def _observe_batch(engine: Any, players: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every game's observation and legal mask for ``players`` (arrays kept per shape)."""
+    g = engine.game
+    shape = (engine.num_games, g.observation_size, g.num_actions)
+    store = getattr(_buffers, "arrays", None)
+    if store is None:
+        store = _buffers.arrays = {}
+    arrays = store.get(shape)
+    if arrays is None:
+        arrays = store[shape] = (
+            np.zeros(shape[:2], np.float32),
+            np.zeros((shape[0], shape[2]), np.int8),
+        )
+    engine.observe(players, arrays[0])
+    engine.legal_masks(players, arrays[1])
+    return arrays
+
+
+@njit(cache=True, nogil=True)
+def _draw_rows(rngs: np.ndarray, rows: np.ndarray, counts: np.ndarray, out: np.ndarray) -> None:
+    """``out[k] = Generator.integers(counts[k])`` from the generator ``rngs[rows[k]]``
+    (``integers(1)`` draws nothing)."""
+    for k in range(rows.shape[0]):
+        out[k] = pcg64.integers(rngs[rows[k]], counts[k])
 
 
 POLICIES = {

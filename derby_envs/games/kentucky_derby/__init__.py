@@ -12,6 +12,7 @@ GAME_INFO = GameInfo(
     env="derby_envs.games.kentucky_derby.env",
     gym_id="derby_envs/KentuckyDerby-v0",
     gym_entry="derby_envs.games.kentucky_derby.env:KentuckyDerbySingleAgentEnv",
+    batch="derby_envs.games.kentucky_derby.batch:KentuckyDerbyBatch",
     bench_players=(3, 6, 10),
     smoke=SmokeRun(opponents=(("random", 1), ("kd_value", 1))),
     ansi_rules=(

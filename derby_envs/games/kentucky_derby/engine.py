@@ -38,7 +38,8 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from functools import cached_property
+from functools import cached_property, lru_cache
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ from derby_envs.games.kentucky_derby import observer, text
 from derby_envs.games.kentucky_derby.constants import COURSE, HORSES, NUM_CARDS, RANKS, SUIT_SYMBOLS
 
 DATA_DIR = Path(__file__).parent / "data"
-MAX_RESHUFFLES = 10_000  # a safety net against a table that moves nothing
+MAX_RESHUFFLES = 10_000  # a safety net: check_params refuses tables that cannot finish a race
 
 
 def card_name(card: int) -> str:
@@ -167,6 +168,78 @@ def _table_moves(spec: Any, where: str) -> np.ndarray:
     return moves
 
 
+def _bits(cards: np.ndarray) -> int:
+    """The set of card ids where ``cards`` (bool, 48) is True, as the bits of an int."""
+    return sum(1 << int(c) for c in np.flatnonzero(cards))
+
+
+def _tie_breakable(moves: np.ndarray, group: tuple[int, ...]) -> bool:
+    """Whether tied horses ``group`` get, in some round of tie-break cards, one horse ahead
+    alone, whichever ``COURSE`` cards lie in the course (out of play for the whole race).
+
+    A round of tie-break cards gives each horse of ``group`` a distinct card of the stock;
+    horse ``h`` comes out ahead alone when it gets a card moving it ``m`` or more and every
+    other horse one moving it less than ``m``. That assignment exists (Hall's theorem) when
+    every subset ``X`` of ``group`` can reach ``|X|`` distinct cards, and survives any
+    ``COURSE`` cards taken out when every ``X`` reaches ``|X| + COURSE`` of the 48 (sound;
+    a table that is safe only by a combination of such choices is refused too)."""
+    for h in group:
+        for m in sorted({int(v) for v in moves[h] if v > 0}):
+            reach = [_bits(moves[x] >= m) if x == h else _bits(moves[x] < m) for x in group]
+            if all(
+                sum(1 for x in range(len(group)) if subset >> x & 1) + COURSE
+                <= bin(_union(reach[x] for x in range(len(group)) if subset >> x & 1)).count("1")
+                for subset in range(1, 1 << len(group))
+            ):
+                return True
+    return False
+
+
+def _union(sets: Any) -> int:
+    out = 0
+    for bits in sets:
+        out |= bits
+    return out
+
+
+@lru_cache(maxsize=64)
+def race_flaw(table: bytes, second_place: bool) -> str:
+    """Why a race with the movement table ``table`` (``moves.tobytes()``, int16 ``(4, 48)``)
+    might never finish, or "" when every race finishes (with probability 1).
+
+    A race deals from the 41 stock cards only (the 7 course cards stay out, reshuffling the
+    dealt stock as often as needed), so it cannot finish when (1) no stock card moves a horse
+    of the horses racing (all four for first place; with ``second_place``, the three that
+    are not first), or (2) horses tied past the post can never be split by tie-break cards.
+    Both are checked whatever cards lie in the course. Every accepted table thus finishes a
+    race with probability 1 (each stock pass is a fresh shuffle, and a round of cards that
+    moves a horse or splits a tie can come in it); ``MAX_RESHUFFLES`` stays a safety net
+    that only a contrived table with an unlucky course could come near."""
+    moves = np.frombuffer(table, np.int16).reshape(4, NUM_CARDS)
+    fields = [((0, 1, 2, 3), "first place")]
+    if second_place:
+        fields += [(tuple(h for h in range(4) if h != f), "second place") for f in range(4)]
+    for horses, place in fields:
+        movers = moves[list(horses)].max(axis=0) > 0
+        if int(movers.sum()) <= COURSE:
+            return (
+                f"in the race for {place}, only {int(movers.sum())} cards move any of the "
+                f"horses {', '.join(HORSES[h] for h in horses)}: if they all lie among the "
+                f"{COURSE} course cards, no horse ever moves (needs {COURSE + 1} or more)"
+            )
+    for size in (2, 3, 4):
+        for group in combinations(range(4), size):
+            if not _tie_breakable(moves, group):
+                return (
+                    f"{', '.join(HORSES[h] for h in group)} tied past the post might never "
+                    f"be split: whatever {COURSE} cards lie in the course, the tie-break cards "
+                    "must be able to put one of them ahead alone (e.g. more than "
+                    f"{COURSE} cards that move a horse further than some other cards move "
+                    "the others)"
+                )
+    return ""
+
+
 def load_movement_table(name: str) -> np.ndarray:
     """``moves[horse, card]``: spaces the horse moves when ``card`` is dealt to it.
 
@@ -249,7 +322,27 @@ class KentuckyDerbyGame(Game):
     )
 
     def check_params(self, params: dict[str, Any]) -> None:
-        load_movement_table(params["movement_table"])  # raises with the allowed names
+        """Every accepted parameter set gives a session that starts and whose races finish."""
+        if params["ante"] > params["bankroll"]:
+            raise InvalidParameterError(
+                f"parameters 'ante' and 'bankroll': ante {params['ante']} is more than the "
+                f"bankroll {params['bankroll']}, so no player could pay the first ante and "
+                "the session would end before its first race; use ante <= bankroll"
+            )
+        moves = load_movement_table(params["movement_table"])  # raises with the allowed names
+        second = params["second_place"]
+        second_place = second == "always" or (second == "auto" and params["num_players"] >= 6)
+        flaw = race_flaw(moves.tobytes(), second_place)
+        if flaw:
+            names = "'movement_table'" + (
+                f" with 'second_place' {second!r} ({params['num_players']} players)"
+                if "second place" in flaw
+                else ""
+            )
+            raise InvalidParameterError(
+                f"parameter {names}: {params['movement_table']!r}: a race might never "
+                f"finish: {flaw}"
+            )
 
     @cached_property
     def moves(self) -> np.ndarray:
@@ -335,6 +428,17 @@ class KentuckyDerbyGame(Game):
             s.chips[p] -= s.bet_stake[p]
             if p in s.to_bet:
                 s.to_bet.remove(p)
+
+    def max_game_length(self) -> int:
+        """One decision per player and race (OpenSpiel's ``max_game_length``)."""
+        return self.params["num_races"] * self.num_players
+
+    def utility_range(self, mode: str) -> tuple[float, float]:
+        """The "win" range as every game; "chips": losing the bankroll to holding every chip."""
+        if self.check_reward_mode(mode) == "win":
+            return super().utility_range(mode)
+        bank = self.params["bankroll"]
+        return -float(bank), float(self.total_chips - bank)
 
     def new_initial_state(self, seed: int | None = None) -> KentuckyDerbyState:
         state = KentuckyDerbyState(self, np.random.default_rng(seed))

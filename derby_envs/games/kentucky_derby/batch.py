@@ -1,0 +1,203 @@
+"""Kentucky Derby over B games at once: the compiled twin of ``engine.py``.
+
+:class:`KentuckyDerbyBatch` implements :class:`derby_envs.core.batch.BatchEngine`: the state of
+B sessions as the arrays of :data:`FIELDS` (one row a game), stepped by the kernels of
+:mod:`.batch_kernels` (each names the reference function it mirrors). Game ``i`` reset with
+seed ``s`` plays ``KentuckyDerbyGame.new_initial_state(s)`` move for move: the same pack
+shuffles and reshuffles from its row of ``rng``, the same masks, float32 observations,
+returns and winners (``tests/games/test_kentucky_derby_batch.py`` plays both side by side).
+
+The public record of the last race (``KentuckyDerbyState.last_race``) is kept as its places,
+positions, bets and payouts plus the pack and generator it was dealt from: ``to_state`` deals
+it again for the piles of cards (any length), so the hot path records no cards. A state given
+to ``load_state`` keeps its own record until the game runs its next race.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from derby_envs.core import pcg64
+from derby_envs.core.batch import BatchEngine
+from derby_envs.core.seats import seat_order
+from derby_envs.games.kentucky_derby import batch_kernels as kern
+from derby_envs.games.kentucky_derby.constants import COURSE, NUM_CARDS
+from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame, KentuckyDerbyState
+
+P = "n"  # a per-player axis in FIELDS
+#: the state of B games: name -> (shape after the game axis, dtype, meaning)
+FIELDS: dict[str, tuple[tuple[Any, ...], Any, str]] = {
+    "race": ((), np.int64, "index of the race being bet on / run"),
+    "dealer": ((), np.int64, "seat of this race's dealer"),
+    "over": ((), np.bool_, "the session is over"),
+    "chips": ((P,), np.int64, "each player's chips"),
+    "active": ((P,), np.bool_, "still plays (False: sat out for want of the ante)"),
+    "pool": ((), np.int64, "ante pool incl. carry-over"),
+    "pot_carry": ((), np.int64, "stake pot carried from earlier races"),
+    "bet_horse": ((P,), np.int64, "horse backed this race, -1: none yet"),
+    "bet_stake": ((P,), np.int64, "stake on the pari-mutuel pot"),
+    "deck": ((NUM_CARDS,), np.int8, "this race's pack: 7 course cards, then the stock"),
+    "last_first": ((), np.int64, "winner of the previous race, -1: none"),
+    "last_second": ((), np.int64, "second of the previous race, -1: none"),
+    "has_last": ((), np.bool_, "a race has been run (last_race is not None)"),
+    "last_bet_horse": ((P,), np.int64, "the previous race's bets: horses"),
+    "last_bet_stake": ((P,), np.int64, "the previous race's bets: stakes"),
+    "last_payouts": ((P,), np.int64, "the previous race's payouts"),
+    "last_positions": ((4,), np.int64, "the previous race's final positions"),
+    "last_reshuffles": ((), np.int64, "the previous race's reshuffles of the stock"),
+    "last_deck": ((NUM_CARDS,), np.int8, "the pack the previous race was dealt from"),
+    "last_rng": ((pcg64.WORDS,), np.uint64, "the generator before the previous race's deal"),
+    "serial": ((), np.int64, "races run and resets in this row (dates a loaded record)"),
+}
+NO_PILES = np.zeros((4, 0), np.int8)  # the hot path records no piles (see last_race)
+PILE_CAPACITY = 64  # cards per horse recorded at the first try of a replay
+
+
+def rules_of(game: KentuckyDerbyGame) -> kern.Rules:
+    """The kernels' view of ``game``'s validated parameters."""
+    p = game.params
+    return kern.Rules(
+        num_players=game.num_players,
+        num_races=p["num_races"],
+        bankroll=p["bankroll"],
+        ante=p["ante"],
+        max_stake=p["max_stake"],
+        levels=game.stake_levels,
+        sealed=p["betting"] == "sealed",
+        second_place=game.second_place,
+        total_chips=game.total_chips,
+        moves=game.moves.astype(np.int64),
+    )
+
+
+class KentuckyDerbyBatch(BatchEngine):
+    """B sessions of Kentucky Derby as arrays (the fields of :data:`FIELDS` are attributes)."""
+
+    def __init__(self, game: KentuckyDerbyGame, num_games: int) -> None:
+        super().__init__(game, num_games)
+        n, B = game.num_players, self.num_games
+        self.rules = rules_of(game)
+        for name, (shape, dtype, _) in FIELDS.items():
+            dims = tuple(n if d == P else d for d in shape)
+            setattr(self, name, np.zeros((B, *dims), dtype))
+        self.last_first[:] = kern.NO_HORSE
+        self.last_second[:] = kern.NO_HORSE
+        self.over[:] = True
+        self.arrays = kern.Arrays(**{k: getattr(self, k) for k in kern.ARRAY_NAMES})
+        self._pile_len = np.zeros(4, np.int64)
+        self._loaded: dict[int, tuple[int, dict[str, Any]]] = {}  # i -> (serial, last_race)
+
+    # ----- the protocol ----------------------------------------------------------------------
+    def reset(self, seeds: np.ndarray, which: np.ndarray) -> None:
+        kern.reset_games(self.arrays, self.rules, self.rng, np.asarray(seeds, np.uint64), which)
+
+    def legal_masks(self, players: np.ndarray, out: np.ndarray) -> None:
+        kern.legal_masks(self.arrays, self.rules, players, out)
+
+    def apply(self, players: np.ndarray, actions: np.ndarray) -> None:
+        stuck = kern.apply_actions(
+            self.arrays, self.rules, self.rng, players, actions, NO_PILES, self._pile_len
+        )
+        if stuck >= 0:  # as the reference engine (check_params refuses such tables)
+            raise RuntimeError(
+                f"game {stuck}: race did not finish: the movement table moves nothing?"
+            )
+
+    def observe(self, players: np.ndarray, out: np.ndarray) -> None:
+        kern.observe(self.arrays, self.rules, players, out)
+
+    def returns(self, mode: str, out: np.ndarray) -> None:
+        mode = self.game.check_reward_mode(mode)
+        kern.returns(self.arrays, self.rules, mode == "chips", out)
+
+    def winners(self, out: np.ndarray) -> None:
+        kern.winners(self.arrays, self.rules, out)
+
+    # ----- between rows and reference states -------------------------------------------------
+    def last_race(self, i: int) -> dict[str, Any] | None:
+        """``KentuckyDerbyState.last_race`` of game ``i``: the previous race dealt again from
+        its pack and generator for the piles (``kern.run_race``, the hot path's own kernel)."""
+        if not self.has_last[i]:
+            return None
+        loaded = self._loaded.get(i)
+        if loaded is not None and loaded[0] == self.serial[i]:
+            return loaded[1]
+        capacity = PILE_CAPACITY
+        while True:
+            piles = np.zeros((4, capacity), np.int8)
+            stock = self.last_deck[i, COURSE:].copy()
+            rng = self.last_rng[i].copy()
+            pos = np.zeros(4, np.int64)
+            first, second, reshuffles = kern.run_race(
+                self.rules.moves, stock, rng, self.rules.second_place, pos, piles, self._pile_len
+            )
+            if self._pile_len.max() <= capacity:
+                break
+            capacity = int(self._pile_len.max())
+        n = self.game.num_players
+        race = int(self.race[i]) - 1
+        return {
+            "race": race,
+            "dealer": race % n,
+            "first": int(first),
+            "second": int(second),
+            "positions": pos.tolist(),
+            "piles": [piles[h, : self._pile_len[h]].tolist() for h in range(4)],
+            "bets": [
+                [int(h), int(s)]
+                for h, s in zip(self.last_bet_horse[i], self.last_bet_stake[i], strict=True)
+            ],
+            "payouts": self.last_payouts[i].tolist(),
+            "reshuffles": int(reshuffles),
+        }
+
+    def to_state(self, i: int) -> KentuckyDerbyState:
+        g = self.game
+        n = g.num_players
+        s = KentuckyDerbyState(g, pcg64.generator_from_row(self.rng[i]))
+        s.race = int(self.race[i])
+        s.dealer = int(self.dealer[i])
+        s.chips = self.chips[i].copy()
+        s.active = self.active[i].copy()
+        s.pool = int(self.pool[i])
+        s.pot_carry = int(self.pot_carry[i])
+        s.bet_horse = self.bet_horse[i].copy()
+        s.bet_stake = self.bet_stake[i].copy()
+        s.over = bool(self.over[i])
+        s.to_bet = (
+            []
+            if s.over
+            else [
+                p for p in seat_order((s.dealer + 1) % n, n) if s.active[p] and s.bet_horse[p] < 0
+            ]
+        )
+        s.deck = self.deck[i].astype(np.int64).tolist()
+        s.last_first = int(self.last_first[i])
+        s.last_second = int(self.last_second[i])
+        s.last_race = self.last_race(i)
+        return s
+
+    def load_state(self, i: int, state: KentuckyDerbyState) -> None:
+        pcg64.row_from_generator(state.rng, self.rng[i])
+        self.race[i] = state.race
+        self.dealer[i] = state.dealer
+        self.over[i] = state.over
+        self.chips[i] = state.chips
+        self.active[i] = state.active
+        self.pool[i] = state.pool
+        self.pot_carry[i] = state.pot_carry
+        self.bet_horse[i] = state.bet_horse
+        self.bet_stake[i] = state.bet_stake
+        self.deck[i] = state.deck
+        self.last_first[i] = state.last_first
+        self.last_second[i] = state.last_second
+        self.has_last[i] = state.last_race is not None
+        self.serial[i] += 1
+        if state.last_race is not None:
+            self._loaded[i] = (int(self.serial[i]), state.last_race)
+        self.terminal[i] = state.is_terminal()
+        self.to_move[i] = False
+        if not state.over:
+            self.to_move[i, list(state.current_players())] = True

@@ -1,0 +1,458 @@
+"""Kentucky Derby's rules compiled over B games: the kernels of :mod:`.batch`.
+
+Each kernel mirrors one function of the reference engine (``engine.py``) or observer
+(``observer.py``), named in its docstring; ``derby_envs.core.batch_check.batch_battery`` plays
+both side by side and compares them after every move (``tests/games/test_kentucky_derby_batch.py``).
+
+The state of the B games is the named tuple :class:`Arrays` (one row a game, declared once in
+``batch.FIELDS``); the game's fixed parameters are the named tuple :class:`Rules`. Chance draws
+come from each game's row of ``rng`` (:mod:`derby_envs.core.pcg64`), draw for draw as the
+reference engine's ``numpy`` Generator.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import namedtuple
+
+import numba
+
+from derby_envs.core import pcg64
+from derby_envs.games.kentucky_derby.constants import COURSE, NUM_CARDS
+from derby_envs.games.kentucky_derby.engine import MAX_RESHUFFLES
+
+njit = functools.partial(numba.njit, cache=True, nogil=True, error_model="numpy")
+
+NUM_HORSES = 4
+ALL_HORSES = (1 << NUM_HORSES) - 1  # a set of horses is a 4-bit mask, bit h for horse h
+STOCK = NUM_CARDS - COURSE  # the cards dealt to the horses (the course cards stay out)
+NO_HORSE = -1
+STUCK = -2  # first place when a race ran past MAX_RESHUFFLES (check_params refuses such tables)
+
+#: the game's fixed parameters, as the kernels read them
+Rules = namedtuple(
+    "Rules",
+    [
+        "num_players",
+        "num_races",
+        "bankroll",
+        "ante",
+        "max_stake",
+        "levels",  # max_stake + 1: stake levels per horse in the action table
+        "sealed",  # betting == "sealed"
+        "second_place",
+        "total_chips",
+        "moves",  # (4, 48) int64: spaces a horse moves for a card (engine.load_movement_table)
+    ],
+)
+
+#: the state of B games: the fields of ``batch.FIELDS``, in that order
+ARRAY_NAMES = (
+    "race",
+    "dealer",
+    "over",
+    "chips",
+    "active",
+    "pool",
+    "pot_carry",
+    "bet_horse",
+    "bet_stake",
+    "deck",
+    "last_first",
+    "last_second",
+    "has_last",
+    "last_bet_horse",
+    "last_bet_stake",
+    "last_payouts",
+    "last_positions",
+    "last_reshuffles",
+    "last_deck",
+    "last_rng",
+    "serial",
+    "to_move",
+    "terminal",
+)
+Arrays = namedtuple("Arrays", ARRAY_NAMES)
+
+
+# ----- setup of a race ------------------------------------------------------------------------
+@njit
+def _find_bettors(st, ru, i):
+    """``to_move[i]`` from the bets: ``KentuckyDerbyState.current_players`` (the active
+    players without a bet, from the dealer's left; sequential betting: the first of them).
+    Returns how many are still to bet."""
+    n = ru.num_players
+    left = 0
+    for k in range(n):
+        p = (st.dealer[i] + 1 + k) % n
+        due = st.active[i, p] and st.bet_horse[i, p] < 0
+        st.to_move[i, p] = due and (ru.sealed or left == 0)
+        if due:
+            left += 1
+    return left
+
+
+@njit
+def _end_session(st, ru, i):
+    """``KentuckyDerbyState._end_session``: the last race's bets stay in the state."""
+    st.over[i] = True
+    st.terminal[i] = True
+    for p in range(ru.num_players):
+        st.to_move[i, p] = False
+
+
+@njit
+def start_race(st, ru, i, rng):
+    """``KentuckyDerbyState._start_race``: the ante, the dealer, the betting order and a
+    shuffled pack (one ``permutation(48)`` from ``rng``), or the end of the session."""
+    n = ru.num_players
+    if st.race[i] >= ru.num_races:
+        _end_session(st, ru, i)
+        return
+    playing = 0
+    for p in range(n):  # a player who cannot pay the ante sits out the rest of the session
+        st.active[i, p] = st.active[i, p] and st.chips[i, p] >= ru.ante
+        if st.active[i, p]:
+            playing += 1
+    if playing < 2:  # no race with fewer than two bettors
+        _end_session(st, ru, i)
+        return
+    st.dealer[i] = st.race[i] % n
+    for p in range(n):
+        if st.active[i, p]:
+            st.chips[i, p] -= ru.ante
+        st.bet_horse[i, p] = NO_HORSE
+        st.bet_stake[i, p] = 0
+    st.pool[i] += ru.ante * playing
+    pcg64.permutation(rng, st.deck[i], NUM_CARDS)
+    _find_bettors(st, ru, i)
+
+
+@njit
+def reset_game(st, ru, i, rng, seed):
+    """``KentuckyDerbyGame.new_initial_state(seed)``: ``KentuckyDerbyState.__init__`` and the
+    first ``_start_race``."""
+    pcg64.seed_row(rng, seed)
+    st.race[i] = 0
+    st.dealer[i] = 0
+    st.over[i] = False
+    st.terminal[i] = False
+    st.pool[i] = 0
+    st.pot_carry[i] = 0
+    for p in range(ru.num_players):
+        st.chips[i, p] = ru.bankroll
+        st.active[i, p] = True
+        st.bet_horse[i, p] = NO_HORSE
+        st.bet_stake[i, p] = 0
+    st.last_first[i] = NO_HORSE
+    st.last_second[i] = NO_HORSE
+    st.has_last[i] = False
+    st.serial[i] += 1  # forgets a record of a loaded state (batch.KentuckyDerbyBatch.load_state)
+    start_race(st, ru, i, rng)
+
+
+@njit
+def reset_games(st, ru, rngs, seeds, which):
+    """:func:`reset_game` for every game ``i`` with ``which[i]``."""
+    for i in range(rngs.shape[0]):
+        if which[i]:
+            reset_game(st, ru, i, rngs[i], seeds[i])
+
+
+# ----- the race ---------------------------------------------------------------------------------
+@njit
+def _deal(moves, stock, rng, group, pos, piles, pile_len, top, reshuffles):
+    """``deal`` of ``KentuckyDerbyState._run_race``: one card to each horse of ``group`` (a
+    4-bit set), in suit order, reshuffling the stock when it runs out. Returns the new
+    ``(top, reshuffles)``; past ``MAX_RESHUFFLES`` it stops."""
+    for h in range(NUM_HORSES):
+        if group >> h & 1:
+            if top == STOCK:  # reshuffle the dealt cards into a new stock
+                pcg64.shuffle(rng, stock, STOCK)
+                top = 0
+                reshuffles += 1
+                if reshuffles > MAX_RESHUFFLES:
+                    return top, reshuffles
+            card = stock[top]
+            top += 1
+            if pile_len[h] < piles.shape[1]:
+                piles[h, pile_len[h]] = card
+            pile_len[h] += 1
+            pos[h] += moves[h, card]
+    return top, reshuffles
+
+
+@njit
+def _decide(moves, stock, rng, group, pos, piles, pile_len, top, reshuffles):
+    """``decide`` of ``KentuckyDerbyState._run_race``: the horse of ``group`` furthest past
+    the post; tied leaders get further cards until one is ahead. Returns ``(horse, top,
+    reshuffles)``, horse ``STUCK`` past ``MAX_RESHUFFLES``."""
+    while True:
+        best = COURSE
+        tied = 0
+        count = 0
+        for h in range(NUM_HORSES):
+            if group >> h & 1:
+                if pos[h] > best:
+                    best = pos[h]
+                    tied = 1 << h
+                    count = 1
+                elif pos[h] == best and best > COURSE:
+                    tied |= 1 << h
+                    count += 1
+        if count == 1:
+            for h in range(NUM_HORSES):
+                if tied >> h & 1:
+                    return h, top, reshuffles
+        if tied:
+            group = tied  # tie-break cards: only the tied horses run on
+        top, reshuffles = _deal(moves, stock, rng, group, pos, piles, pile_len, top, reshuffles)
+        if reshuffles > MAX_RESHUFFLES:
+            return STUCK, top, reshuffles
+
+
+@njit
+def run_race(moves, stock, rng, second_place, pos, piles, pile_len):
+    """The dealing of ``KentuckyDerbyState._run_race``: cards from ``stock`` (this race's pack
+    after the course cards; reshuffled in place when it runs out) to the Aces until the places
+    are decided. Writes the positions into ``pos`` and, as far as ``piles`` (``(4, capacity)``)
+    holds them, the cards dealt to each horse, with their counts in ``pile_len``. Returns
+    ``(first, second, reshuffles)``; first is ``STUCK`` past ``MAX_RESHUFFLES``."""
+    for h in range(NUM_HORSES):
+        pos[h] = 0
+        pile_len[h] = 0
+    first, top, reshuffles = _decide(moves, stock, rng, ALL_HORSES, pos, piles, pile_len, 0, 0)
+    if first == STUCK or not second_place:
+        return first, NO_HORSE, reshuffles
+    # If only the winner has crossed, the others race on; otherwise no more cards: the
+    # furthest of the others past the post is second (a tie among them broken as for first).
+    others = ALL_HORSES & ~(1 << first)
+    crossed = 0
+    for h in range(NUM_HORSES):
+        if others >> h & 1 and pos[h] > COURSE:
+            crossed |= 1 << h
+    group = crossed if crossed else others
+    second, top, reshuffles = _decide(
+        moves, stock, rng, group, pos, piles, pile_len, top, reshuffles
+    )
+    if second == STUCK:
+        return STUCK, NO_HORSE, reshuffles
+    return first, second, reshuffles
+
+
+@njit
+def settle(st, ru, i, first, second):
+    """``KentuckyDerbyState._settle``: the ante pool (second's backers get their ante back
+    first, winners share the rest, odd chips carry over) and the pari-mutuel stake pot.
+    The payouts go to ``last_payouts[i]``."""
+    n = ru.num_players
+    paid = st.last_payouts[i]
+    winners = 0
+    staked = 0
+    pot = st.pot_carry[i]
+    for p in range(n):
+        paid[p] = 0
+        pot += st.bet_stake[i, p]
+        if st.bet_horse[i, p] < 0:
+            continue
+        if st.bet_horse[i, p] == second:
+            st.pool[i] -= ru.ante
+            paid[p] += ru.ante
+        if st.bet_horse[i, p] == first:
+            winners += 1
+            staked += st.bet_stake[i, p]
+    if winners:
+        share = st.pool[i] // winners
+        for p in range(n):
+            if st.bet_horse[i, p] >= 0 and st.bet_horse[i, p] == first:
+                paid[p] += share
+        st.pool[i] -= share * winners
+    if staked:
+        whole = pot
+        for p in range(n):
+            if st.bet_horse[i, p] >= 0 and st.bet_horse[i, p] == first:
+                win = whole * st.bet_stake[i, p] // staked
+                paid[p] += win
+                pot -= win
+    st.pot_carry[i] = pot
+    for p in range(n):
+        st.chips[i, p] += paid[p]
+
+
+@njit
+def finish_betting(st, ru, i, rng, piles, pile_len):
+    """The end of ``KentuckyDerbyState._apply`` once everyone has bet: ``_run_race`` (the
+    pack and generator before it kept for the record, see ``batch.last_race``), the next
+    race and ``_start_race``. Returns False when a race did not finish."""
+    n = ru.num_players
+    for k in range(NUM_CARDS):
+        st.last_deck[i, k] = st.deck[i, k]
+    for w in range(pcg64.WORDS):
+        st.last_rng[i, w] = rng[w]
+    first, second, reshuffles = run_race(
+        ru.moves, st.deck[i, COURSE:], rng, ru.second_place, st.last_positions[i], piles, pile_len
+    )
+    if first == STUCK:
+        return False
+    settle(st, ru, i, first, second)
+    st.last_first[i] = first
+    st.last_second[i] = second
+    st.last_reshuffles[i] = reshuffles
+    st.has_last[i] = True
+    st.serial[i] += 1
+    for p in range(n):
+        st.last_bet_horse[i, p] = st.bet_horse[i, p]
+        st.last_bet_stake[i, p] = st.bet_stake[i, p]
+    st.race[i] += 1
+    start_race(st, ru, i, rng)
+    if st.over[i]:  # no new pack was dealt: the state keeps the last race's, unshuffled
+        for k in range(NUM_CARDS):
+            st.deck[i, k] = st.last_deck[i, k]
+    return True
+
+
+@njit
+def apply_actions(st, ru, rngs, players, actions, piles, pile_len):
+    """``KentuckyDerbyState._apply`` in every game ``i`` with ``players[i] >= 0``: the bet,
+    and when it was the last, the race and the next. Returns the first game whose race did
+    not finish, or -1."""
+    stuck = -1
+    for i in range(players.shape[0]):
+        p = players[i]
+        if p < 0:
+            continue
+        horse = actions[i] // ru.levels
+        stake = actions[i] - horse * ru.levels
+        st.bet_horse[i, p] = horse
+        st.bet_stake[i, p] = stake
+        st.chips[i, p] -= stake
+        if _find_bettors(st, ru, i) == 0:
+            if not finish_betting(st, ru, i, rngs[i], piles, pile_len) and stuck < 0:
+                stuck = i
+    return stuck
+
+
+# ----- what the players see ---------------------------------------------------------------------
+@njit
+def max_stake_of(st, ru, i, p):
+    """``KentuckyDerbyState.max_stake``."""
+    return min(ru.max_stake, st.chips[i, p])
+
+
+@njit
+def legal_masks(st, ru, players, out):
+    """``KentuckyDerbyState.legal_mask`` (``KentuckyDerbyGame.mask_templates``): stakes
+    ``0..max_stake`` on every horse for a player to bet, else nothing."""
+    for i in range(players.shape[0]):
+        out[i, :] = 0
+        p = players[i]
+        if p < 0 or not st.to_move[i, p]:
+            continue
+        top = max_stake_of(st, ru, i, p)
+        for h in range(NUM_HORSES):
+            for s in range(top + 1):
+                out[i, h * ru.levels + s] = 1
+
+
+@njit
+def observe(st, ru, players, out):
+    """``observer.observation`` for every game ``i`` with ``players[i] >= 0``, in the order of
+    ``observer.OBSERVATION``, computed in float64 as there and stored as float32."""
+    n = ru.num_players
+    T = float(ru.total_chips)
+    top_stake = float(max(ru.max_stake, 1))
+    races = ru.num_races
+    for i in range(players.shape[0]):
+        player = players[i]
+        if player < 0:
+            continue
+        o = out[i]
+        over = st.over[i]
+        to_act = st.to_move[i, player]
+        o[0] = 1.0 if to_act else 0.0
+        o[1] = st.race[i] / races
+        o[2] = max(races - st.race[i], 0) / races
+        k0 = 3  # dealer, chips, active, has_bet: n each, then bet_horse 4n, bet_stake n
+        backers0 = backers1 = backers2 = backers3 = 0
+        on0 = on1 = on2 = on3 = 0
+        for k in range(n):
+            p = (player + k) % n
+            horse = NO_HORSE if over else st.bet_horse[i, p]
+            stake = 0 if over else st.bet_stake[i, p]
+            seen = horse >= 0 and (not ru.sealed or p == player)
+            o[k0 + k] = 1.0 if p == st.dealer[i] else 0.0
+            o[k0 + n + k] = (st.chips[i, p] + (0 if seen else stake)) / T
+            o[k0 + 2 * n + k] = 1.0 if st.active[i, p] else 0.0
+            o[k0 + 3 * n + k] = 1.0 if seen else 0.0
+            for h in range(NUM_HORSES):
+                o[k0 + 4 * n + 4 * k + h] = 1.0 if seen and h == horse else 0.0
+            o[k0 + 8 * n + k] = stake / top_stake if seen else 0.0
+            if seen:
+                if horse == 0:
+                    backers0 += 1
+                    on0 += stake
+                elif horse == 1:
+                    backers1 += 1
+                    on1 += stake
+                elif horse == 2:
+                    backers2 += 1
+                    on2 += stake
+                else:
+                    backers3 += 1
+                    on3 += stake
+        j = k0 + 9 * n
+        pot = st.pot_carry[i] + on0 + on1 + on2 + on3
+        o[j] = st.pool[i] / T
+        o[j + 1] = pot / T
+        j += 2
+        for h in range(NUM_HORSES):
+            b = (backers0, backers1, backers2, backers3)[h]
+            s = (on0, on1, on2, on3)[h]
+            o[j + h] = b / n
+            o[j + 4 + h] = s / T
+            o[j + 8 + h] = (pot + 1) / (s + 1) / (T + 1)
+            o[j + 12 + h] = (st.pool[i] // (b + 1)) / T
+        j += 16
+        o[j] = max_stake_of(st, ru, i, player) / top_stake if to_act else 0.0
+        j += 1
+        for h in range(NUM_HORSES):
+            o[j + h] = 1.0 if h == st.last_first[i] else 0.0
+            o[j + 4 + h] = 1.0 if h == st.last_second[i] else 0.0
+
+
+@njit
+def returns(st, ru, chips_mode, out):
+    """``KentuckyDerbyState.returns``: ``"chips"`` (chips - bankroll) or ``"win"``
+    (``core.game.win_share_returns`` of ``winners``: winners split 1, all pay 1/n)."""
+    n = ru.num_players
+    for i in range(out.shape[0]):
+        if chips_mode:
+            for p in range(n):
+                out[i, p] = float(st.chips[i, p] - ru.bankroll)
+            continue
+        if not st.over[i]:
+            out[i, :] = 0.0
+            continue
+        top = st.chips[i, 0]
+        for p in range(n):
+            top = max(top, st.chips[i, p])
+        shared = 0
+        for p in range(n):
+            if st.chips[i, p] == top:
+                shared += 1
+        for p in range(n):
+            out[i, p] = -1.0 / n
+            if st.chips[i, p] == top:
+                out[i, p] += 1.0 / shared
+
+
+@njit
+def winners(st, ru, out):
+    """``KentuckyDerbyState.winners``: most chips at the end (ties share); none while playing."""
+    n = ru.num_players
+    for i in range(out.shape[0]):
+        top = st.chips[i, 0]
+        for p in range(n):
+            top = max(top, st.chips[i, p])
+        for p in range(n):
+            out[i, p] = st.over[i] and st.chips[i, p] == top
