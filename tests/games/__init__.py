@@ -1,0 +1,1 @@
+"""Tests of each game's batched engine (and, later, the games' other tests)."""
