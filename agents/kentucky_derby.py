@@ -12,7 +12,7 @@ between horses is how crowded they are:
   horse (each picks a horse uniformly at random; sealed bets are all unseen), and takes the best.
   The best actions of each betting situation (and each horse's terms) are memoised: a session
   revisits the same few situations, so most decisions are a lookup (~1 µs instead of ~60 µs;
-  a situation never seen before ~20 µs; ``scripts/time_heuristics.py``).
+  a situation never seen before ~20 µs; ``scripts/studies/time_heuristics.py``).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class KDBase:
         return int(action_mask[: self.levels].sum()) - 1  # my largest legal stake
 
 
-_KDBase = KDBase  # the old private name (scripts/time_heuristics.py imports it)
+_KDBase = KDBase  # the old private name (scripts/studies/time_heuristics.py imports it)
 
 
 class KDContrarian(KDBase):
