@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-studies lint format bench clean
+.PHONY: demo test test-slow test-studies lint format bench results clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=python3 ...'"; exit 1; }
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: where a CPU wheel of this release is on the machine pip takes it;
 	# an unpinned `torch` would pull the newest (multi-GB CUDA) build.
 	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[train,ecosystem,openspiel,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[train,ecosystem,openspiel,bench,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -41,7 +41,13 @@ BENCH_CONFIGS = configs/derby_4p.yaml configs/demolition_derby_2p.yaml \
 	configs/demolition_derby_4p.yaml configs/kentucky_derby_5p.yaml
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/derby-envs bench --config $(BENCH_CONFIGS)
+
+# docs/results/*.md from the stored measurements (docs/results/data/) and the training sidecars;
+# `python -m training.tools.results run NAME ...` re-measures first
+results: $(STAMP)
+	$(BIN)/python -m training.tools.results
 
 clean:
 	rm -rf $(VENV) build *.egg-info runs
