@@ -41,7 +41,6 @@ BENCH_CONFIGS = configs/derby_4p.yaml configs/demolition_derby_2p.yaml \
 	configs/demolition_derby_4p.yaml configs/kentucky_derby_5p.yaml
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/derby-envs bench --config $(BENCH_CONFIGS)
 
 # docs/results/*.md from the stored measurements (docs/results/data/) and the training sidecars;

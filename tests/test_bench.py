@@ -53,9 +53,24 @@ def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):
         assert t["steps_per_s"] > 0 and t["ratio_to_random"] > 0
         if t["opponents"] == "random":
             assert t["ratio_to_random"] == 1.0
+    # the batched vector envs at each quick size, against sync vector envs and PGX, and the
+    # strongest-heuristic field against the single view
+    from training.tools.bench_vector import QUICK_SIZES, STRONGEST
+
+    vec = result["vector"]
+    rows = {(r["env"], r["players"], r["num_envs"]) for r in vec["random_play"]}
+    for game in available_games():
+        for n in game_info(game).bench_players:
+            assert {(game, n, size) for size in QUICK_SIZES} <= rows
+    for r in vec["random_play"]:
+        assert r["steps_per_s"] > 0 and r["sync_steps_per_s"] > 0 and r["bytes_per_game"] > 0
+        assert r["decisions_per_step"] >= 1  # the learner's move, and the opponents'
+        assert r["pgx_steps_per_s"] > 0 and r["ratio_to_pgx"] > 0  # make test installs pgx
+    assert {f["env"]: f["field"] for f in vec["field"]} == STRONGEST
     printed = capsys.readouterr().out
     assert "| env | players |" in printed and "| heuristic | game |" in printed
     assert "| MaskablePPO on | players | opponents |" in printed
+    assert "| game | players | N | vector steps/s |" in printed
 
 
 def test_bench_games_limits_the_rows_to_those_games(tmp_path):

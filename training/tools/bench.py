@@ -22,6 +22,11 @@ Everything is timed in one run on the same machine with the same random-legal-pl
   4p and Kentucky Derby 5p against random seats and against a field of the game's strongest
   heuristic (``ratio_to_random``: the second over the first, same run).
 
+* the batched vector envs (``training.tools.bench_vector``): random play at N = 1, 64, 1,024,
+  8,192 against Gymnasium's sync vector env of single views and PGX's connect_four (where the
+  ``bench`` extra installed pgx), decisions/s, the strongest-heuristic field at N = 256 against
+  the single view, memory per game (``vector``);
+
 * with ``--config FILE ...``: MaskablePPO as each config trains (its vec env, ``n_envs``, PPO
   settings and hint, built by the trainer's own ``make_vec_env`` and ``build_fresh_model``),
   its pool replaced by random seats and then by a field of the game's strongest heuristic,
@@ -440,8 +445,11 @@ def run_bench(
     games: list[str] | None = None,
     progress: Callable[[str], None] = print,
     configs: list[str] | None = None,
+    vector: bool = True,
 ) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready result (see the module docstring)."""
+    from training.tools.bench_vector import vector_rows
+
     # read now: a bad config fails before minutes of timing, not after
     variants = [(path, config_variants(path)) for path in configs or []]
     repeats = repeats or (1 if quick else 5)
@@ -452,6 +460,7 @@ def run_bench(
     heuristics = heuristic_rows(games, rows, 41 if quick else 401, progress)
     training = ppo_training_rows(games, quick, repeats, progress) if train else []
     as_configured = config_training_rows(variants, min(repeats, 3), progress)
+    batched = vector_rows(games, player_counts, quick, repeats, seconds, progress) if vector else None
     return {
         "version": derby_envs.__version__,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
@@ -463,6 +472,7 @@ def run_bench(
         "heuristics": heuristics,
         "ppo_training": training,
         "config_training": as_configured,
+        "vector": batched,
     }
 
 
@@ -578,6 +588,7 @@ def ppo_training_rows(
 
 def markdown(result: dict[str, Any]) -> str:
     """The result as Markdown tables (c4 = PettingZoo's connect_four-v3 AEC env, same run)."""
+    from training.tools import bench_vector
     lines = [
         "| env | players | engine steps/s | engine games/s | engine / c4 | AEC steps/s | AEC / c4 | Gym view steps/s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -641,6 +652,8 @@ def markdown(result: dict[str, Any]) -> str:
                 f"| {c['random_steps_per_s']:,.0f} | {c['field']} | {c['field_steps_per_s']:,.0f} "
                 f"| {c['ratio_to_random']:.2f}x |"
             )
+    if result.get("vector"):
+        lines += ["", bench_vector.markdown(result["vector"])]
     return "\n".join(lines)
 
 

@@ -1,0 +1,280 @@
+"""``derby-envs bench``'s batched rows: the vector envs against the single view and PGX.
+
+Measured in one run, random legal play everywhere (the learner's action drawn uniformly from
+the mask the env shows):
+
+* ``vector``: ``gymnasium.make_vec(id, num_envs=N)`` (the native batched env) at each N of
+  :data:`SIZES`: learner steps/s and **decisions/s** (every player's move counts as one, as
+  PGX counts steps: the learner's and the opponents' moves the engine applied);
+* ``sync``: Gymnasium's ``SyncVectorEnv`` over N single views (``vectorization_mode="sync"``),
+  the same loop; ``speedup`` = vector steps/s over sync steps/s at the same N;
+* ``pgx``: PGX's ``connect_four`` (JAX, ``vmap``-ed ``step`` with auto-reset, one jitted call a
+  step) at the same N, where ``pgx`` is installed (the ``bench`` extra; ``make bench``);
+  ``ratio_to_pgx`` = our decisions/s over PGX's steps/s;
+* ``field``: the vector env at N = 256 against a field of the game's strongest heuristic, and
+  the single view against the same field (``speedup`` the ratio);
+* ``bytes_per_game``: the batched state (engine, generators, buffers) per game.
+
+Rates are medians of ``repeats`` windows of ``seconds`` each, after one untimed warm-up step.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from derby_envs.core import pcg64
+from derby_envs.core.batch import random_legal
+from derby_envs.registry import game_info
+
+SIZES = (1, 64, 1024, 8192)
+QUICK_SIZES = (1, 64)
+FIELD_SIZE = 256
+#: the strongest heuristic of each game (the field the targets name)
+STRONGEST = {
+    "kentucky_derby": "kd_value",
+    "derby": "derby_exchange",
+    "demolition_derby": "dd_tactical",
+}
+
+
+class _Sampler:
+    """Uniform legal actions for N masks from N generator rows (one compiled call)."""
+
+    def __init__(self, n: int, seed: int = 0) -> None:
+        self.rows = np.zeros((n, pcg64.WORDS), np.uint64)
+        pcg64.seed_rows(self.rows, np.arange(seed, seed + n, dtype=np.uint64), np.ones(n, np.bool_))
+        self.players = np.zeros(n, np.int64)
+        self.out = np.zeros(n, np.int64)
+
+    def __call__(self, masks: np.ndarray) -> np.ndarray:
+        random_legal(np.ascontiguousarray(masks, np.int8), self.players, self.rows, self.out)
+        return self.out
+
+
+def _windows(
+    step: Callable[[], int],
+    seconds: float,
+    repeats: int,
+    on_start: Callable[[], None] = lambda: None,
+) -> tuple[float, int]:
+    """Median units/s over ``repeats`` windows of ``step() -> units`` (after one untimed
+    call, then ``on_start()``), and the units of all windows."""
+    rates, total = [], 0
+    step()
+    on_start()
+    for _ in range(repeats):
+        u = 0
+        t0 = time.perf_counter()
+        end = t0 + seconds
+        while time.perf_counter() < end:
+            u += step()
+        rates.append(u / (time.perf_counter() - t0))
+        total += u
+    return statistics.median(rates), total
+
+
+def _count_moves(env: Any) -> list[int]:
+    """Count the moves the batched engine applies (learner's and opponents')."""
+    engine = env.unwrapped.batch.engine
+    apply = engine.apply
+    moves = [0]
+
+    def counted(players: np.ndarray, actions: np.ndarray) -> None:
+        moves[0] += int((players >= 0).sum())
+        apply(players, actions)
+
+    engine.apply = counted
+    return moves
+
+
+def vector_rate(game: str, n: int, size: int, seconds: float, repeats: int, **kw: Any) -> dict:
+    """The native vector env: learner steps/s and decisions/s at ``size`` envs."""
+    env = gymnasium.make_vec(game_info(game).gym_id, num_envs=size, num_players=n, **kw)
+    sample = _Sampler(size)
+    moves = _count_moves(env)
+    _, info = env.reset(seed=0)
+    state = {"info": info}
+
+    def step() -> int:
+        state["info"] = env.step(sample(state["info"]["action_mask"]))[4]
+        return size
+
+    steps, total = _windows(step, seconds, repeats, on_start=lambda: moves.__setitem__(0, 0))
+    per_step = moves[0] / total  # decisions per learner step over the timed windows
+    engine = env.unwrapped.batch
+    nbytes = sum(
+        a.nbytes
+        for obj in (engine, engine.engine)
+        for a in vars(obj).values()
+        if isinstance(a, np.ndarray)
+    )
+    env.close()
+    return {
+        "steps_per_s": steps,
+        "decisions_per_step": per_step,
+        "decisions_per_s": steps * per_step,
+        "bytes_per_game": nbytes / size,
+    }
+
+
+def sync_rate(game: str, n: int, size: int, seconds: float, repeats: int, **kw: Any) -> float:
+    """Gymnasium's SyncVectorEnv over ``size`` single views: learner steps/s."""
+    env = gymnasium.make_vec(
+        game_info(game).gym_id, num_envs=size, vectorization_mode="sync", num_players=n, **kw
+    )
+    sample = _Sampler(size)
+    _, info = env.reset(seed=0)
+    state = {"info": info}
+
+    def step() -> int:
+        state["info"] = env.step(sample(state["info"]["action_mask"]).copy())[4]
+        return size
+
+    steps, _ = _windows(step, seconds, repeats)
+    env.close()
+    return steps
+
+
+def pgx_rate(size: int, seconds: float, repeats: int) -> float | None:
+    """PGX connect_four steps/s at ``size`` games (None where pgx is not installed)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+        import pgx
+        from pgx.experimental import auto_reset
+    except ImportError:
+        return None
+    env = pgx.make("connect_four")
+    init = jax.jit(jax.vmap(env.init))
+    step_all = jax.vmap(auto_reset(env.step, env.init))
+
+    @jax.jit
+    def one(state, key):
+        key, k1, k2 = jax.random.split(key, 3)
+        logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+        action = jax.random.categorical(k1, logits, axis=-1)
+        return step_all(state, action, jax.random.split(k2, size)), key
+
+    box = {"key": jax.random.PRNGKey(0)}
+    box["state"] = init(jax.random.split(box["key"], size))
+
+    def step() -> int:
+        box["state"], box["key"] = one(box["state"], box["key"])
+        jax.block_until_ready(box["state"])
+        return size
+
+    return _windows(step, seconds, repeats)[0]
+
+
+def single_rate(game: str, n: int, seconds: float, repeats: int, **kw: Any) -> float:
+    """The single Gymnasium view (one env, no vector wrapper): learner steps/s."""
+    env = gymnasium.make(game_info(game).gym_id, num_players=n, **kw)
+    rng = np.random.default_rng(0)
+    box = {"done": True}
+
+    def step() -> int:
+        if box["done"]:
+            env.reset(seed=int(rng.integers(1 << 30)))
+        legal = np.flatnonzero(env.unwrapped.action_masks())
+        _, _, term, trunc, _ = env.step(int(legal[rng.integers(legal.size)]))
+        box["done"] = term or trunc
+        return 1
+
+    return _windows(step, seconds, repeats)[0]
+
+
+def vector_rows(
+    games: list[str],
+    players: Callable[[str], tuple[int, ...]],
+    quick: bool,
+    repeats: int,
+    seconds: float,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Every batched row (see the module docstring), JSON-ready."""
+    sizes = QUICK_SIZES if quick else SIZES
+    pgx = {size: pgx_rate(size, seconds, repeats) for size in sizes}
+    for size, rate in pgx.items():
+        if rate is not None:
+            progress(f"  pgx     connect_four             N={size:<5} {rate:>12,.0f} steps/s")
+    rows = []
+    for g in games:
+        for n in players(g):
+            for size in sizes:
+                v = vector_rate(g, n, size, seconds, repeats)
+                s = sync_rate(g, n, size, seconds, repeats)
+                row = {
+                    "env": g,
+                    "players": n,
+                    "num_envs": size,
+                    **v,
+                    "sync_steps_per_s": s,
+                    "speedup": v["steps_per_s"] / s,
+                    "pgx_steps_per_s": pgx[size],
+                    "ratio_to_pgx": None if pgx[size] is None else v["decisions_per_s"] / pgx[size],
+                }
+                rows.append(row)
+                progress(
+                    f"  vector  {g:<18} {n:>2}  N={size:<5} {v['steps_per_s']:>11,.0f} steps/s "
+                    f"{v['decisions_per_s']:>11,.0f} decisions/s  x{row['speedup']:.0f} sync"
+                    + ("" if pgx[size] is None else f"  {row['ratio_to_pgx']:.2f}x pgx")
+                )
+    fields = []
+    for g in games:
+        if g not in STRONGEST:
+            continue
+        n = players(g)[len(players(g)) // 2]
+        size = 32 if quick else FIELD_SIZE
+        v = vector_rate(g, n, size, seconds, repeats, opponents=STRONGEST[g])
+        s = single_rate(g, n, seconds, repeats, opponents=STRONGEST[g])
+        fields.append(
+            {
+                "env": g,
+                "players": n,
+                "num_envs": size,
+                "field": STRONGEST[g],
+                "steps_per_s": v["steps_per_s"],
+                "single_steps_per_s": s,
+                "speedup": v["steps_per_s"] / s,
+            }
+        )
+        progress(
+            f"  field   {g:<18} {n:>2}  N={size:<5} vs {STRONGEST[g]:<15} "
+            f"{v['steps_per_s']:>9,.0f} steps/s  x{v['steps_per_s'] / s:.1f} the single view"
+        )
+    return {"sizes": list(sizes), "random_play": rows, "field": fields}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The batched rows as Markdown tables."""
+    lines = [
+        "| game | players | N | vector steps/s | decisions/s | sync steps/s | vector / sync "
+        "| PGX connect_four steps/s | decisions / PGX | bytes per game |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["random_play"]:
+        pgx = "–" if r["pgx_steps_per_s"] is None else f"{r['pgx_steps_per_s']:,.0f}"
+        ratio = "–" if r["ratio_to_pgx"] is None else f"{r['ratio_to_pgx']:.2f}x"
+        lines.append(
+            f"| {r['env']} | {r['players']} | {r['num_envs']} | {r['steps_per_s']:,.0f} | "
+            f"{r['decisions_per_s']:,.0f} | {r['sync_steps_per_s']:,.0f} | {r['speedup']:.0f}x | "
+            f"{pgx} | {ratio} | {r['bytes_per_game']:,.0f} |"
+        )
+    if result["field"]:
+        lines += [
+            "",
+            "| game | players | field | N | vector steps/s | single view steps/s | vector / single |",
+            "|---|---:|---|---:|---:|---:|---:|",
+        ]
+        for f in result["field"]:
+            lines.append(
+                f"| {f['env']} | {f['players']} | {f['field']} | {f['num_envs']} | "
+                f"{f['steps_per_s']:,.0f} | {f['single_steps_per_s']:,.0f} | {f['speedup']:.1f}x |"
+            )
+    return "\n".join(lines)
