@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.games.kentucky_derby.engine import (
@@ -443,3 +447,126 @@ def test_movement_table_file_with_rank_lists_plays(tmp_path):
         p = state.current_players()[0]
         state.apply_action(p, int(rng.choice(state.legal_actions(p))))
     assert state.winners()
+
+
+# ----- every accepted parameter set gives a session that starts and ends (issue 35) ----------
+def test_ante_above_the_bankroll_is_refused_naming_both():
+    # The session would end at the deal (no one can pay the ante); reset used to redeal forever.
+    with pytest.raises(InvalidParameterError, match="'ante' and 'bankroll'.*ante 21.*20"):
+        KentuckyDerbyGame(ante=21)
+    with pytest.raises(InvalidParameterError, match="'ante' and 'bankroll'"):
+        KentuckyDerbyGame(bankroll=5, ante=6, num_players=10)
+    state = KentuckyDerbyGame(ante=20).new_initial_state(0)  # ante == bankroll: one race
+    assert not state.is_terminal() and state.chips.tolist() == [0, 0, 0, 0]
+
+
+def test_ante_above_the_bankroll_is_refused_by_the_gymnasium_view():
+    import gymnasium
+
+    import derby_envs  # noqa: F401 - registers the ids
+
+    with pytest.raises(InvalidParameterError, match="'ante' and 'bankroll'"):
+        gymnasium.make("derby_envs/KentuckyDerby-v0", ante=21)
+
+
+def own_suit_table(moving_ranks: int) -> dict:
+    """Only the top ``moving_ranks`` cards of an Ace's own suit move it, one space each."""
+    return {
+        "same_suit": [0] * (12 - moving_ranks) + [1] * moving_ranks,
+        "same_colour": 0,
+        "other": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        # every card moves every horse one space: ties past the post are never split
+        ({"same_suit": 1, "same_colour": 1, "other": 1}, "tied past the post might never"),
+        # only the four Kings move anything: all may lie in the course
+        (own_suit_table(1), "only 4 cards move a horse"),
+        # a King of the Ace's suit moves 5, every other card 1: with both Kings in the course,
+        # the two horses move alike forever
+        ({"same_suit": [1] * 11 + [5], "same_colour": 1, "other": 1}, "tied past the post"),
+        # seven moving cards per horse can all lie in the course: a tie is then never split
+        (own_suit_table(7), "tied past the post"),
+    ],
+)
+def test_movement_table_that_cannot_finish_a_race_is_refused(tmp_path, table, problem):
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps({"tables": {"t": table}}))
+    with pytest.raises(InvalidParameterError) as info:
+        KentuckyDerbyGame(movement_table=str(path))
+    message = str(info.value)
+    assert "'movement_table'" in message and str(path) in message and problem in message
+
+
+def test_movement_table_with_just_enough_moving_cards_finishes_its_races(tmp_path):
+    # Eight moving cards per horse: at least one of them is in the stock whatever the course.
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps({"tables": {"t": own_suit_table(8)}}))
+    game = KentuckyDerbyGame(num_players=6, movement_table=str(path), max_stake=0)
+    for seed in range(20):
+        state = game.new_initial_state(seed)
+        while not state.is_terminal():
+            state.apply_action(state.current_players()[0], 0)
+        assert state.last_race["first"] >= 0 and state.last_race["second"] >= 0
+
+
+MOVE = st.one_of(st.integers(0, 3), st.sampled_from([0, 1, 1000]))
+RELATION = st.one_of(MOVE, st.lists(MOVE, min_size=12, max_size=12))
+TABLE = st.one_of(
+    st.sampled_from(["default", "steady"]),
+    st.fixed_dictionaries({"same_suit": RELATION, "same_colour": RELATION, "other": RELATION}),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    num_players=st.integers(3, 10),
+    num_races=st.one_of(st.integers(1, 12), st.just(1000)),
+    bankroll=st.one_of(st.integers(1, 30), st.just(100_000)),
+    ante=st.one_of(st.integers(1, 25), st.just(1000)),
+    max_stake=st.sampled_from([0, 1, 3, 20]),
+    betting=st.sampled_from(["sequential", "sealed"]),
+    table=TABLE,
+    second_place=st.sampled_from(["auto", "always", "never"]),
+    seed=st.integers(0, 2**32),
+)
+def test_every_accepted_parameter_set_gives_a_session_that_ends(
+    num_players, num_races, bankroll, ante, max_stake, betting, table, second_place, seed
+):
+    """Extreme values included: construction either refuses the set, naming a parameter, or
+    the session starts (no reset loop can spin) and ends within num_races * num_players
+    moves of random legal play (every race finishes: no RuntimeError)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if isinstance(table, dict):
+            path = Path(tmp) / "table.json"
+            path.write_text(json.dumps({"tables": {"t": table}}))
+            table = str(path)
+        params = dict(
+            num_players=num_players,
+            num_races=num_races,
+            bankroll=bankroll,
+            ante=ante,
+            max_stake=max_stake,
+            betting=betting,
+            movement_table=table,
+            second_place=second_place,
+        )
+        try:
+            game = KentuckyDerbyGame(**params)
+        except InvalidParameterError as exc:
+            assert "'ante' and 'bankroll'" in str(exc) or "'movement_table'" in str(exc)
+            assert ante > bankroll or "movement_table" in str(exc)
+            return
+        state = game.new_initial_state(seed)
+        assert not state.is_terminal()  # the session starts: a reset never deals again
+        rng = np.random.default_rng(seed)
+        for _ in range(num_races * num_players):
+            if state.is_terminal():
+                break
+            p = state.current_players()[0]
+            state.apply_action(p, int(rng.choice(state.legal_actions(p))))
+        assert state.is_terminal()
+        assert sum(state.chips) + state.pool + state.pot_carry == game.total_chips

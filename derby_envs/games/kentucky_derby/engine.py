@@ -203,30 +203,27 @@ def _union(sets: Any) -> int:
 
 
 @lru_cache(maxsize=64)
-def race_flaw(table: bytes, second_place: bool) -> str:
+def race_flaw(table: bytes) -> str:
     """Why a race with the movement table ``table`` (``moves.tobytes()``, int16 ``(4, 48)``)
     might never finish, or "" when every race finishes (with probability 1).
 
-    A race deals from the 41 stock cards only (the 7 course cards stay out, reshuffling the
-    dealt stock as often as needed), so it cannot finish when (1) no stock card moves a horse
-    of the horses racing (all four for first place; with ``second_place``, the three that
-    are not first), or (2) horses tied past the post can never be split by tie-break cards.
-    Both are checked whatever cards lie in the course. Every accepted table thus finishes a
-    race with probability 1 (each stock pass is a fresh shuffle, and a round of cards that
-    moves a horse or splits a tie can come in it); ``MAX_RESHUFFLES`` stays a safety net
-    that only a contrived table with an unlucky course could come near."""
+    A race deals from the 41 stock cards only (the 7 course cards stay out, the dealt stock is
+    reshuffled as often as needed), so it cannot finish when (1) no stock card moves a horse,
+    or (2) horses tied past the post can never be split by tie-break cards. Both are checked
+    whatever cards lie in the course. The race for second place (``second_place``) needs
+    nothing more: (2) gives every horse more than ``COURSE`` cards that move it (the table
+    treats the four suits alike), so the three horses behind the winner always move on.
+    Every accepted table thus finishes a race with probability 1 (each stock pass is a fresh
+    shuffle, and a round of cards that moves a horse or splits a tie can come in it);
+    ``MAX_RESHUFFLES`` stays a safety net that only a contrived table with an unlucky course
+    could come near."""
     moves = np.frombuffer(table, np.int16).reshape(4, NUM_CARDS)
-    fields = [((0, 1, 2, 3), "first place")]
-    if second_place:
-        fields += [(tuple(h for h in range(4) if h != f), "second place") for f in range(4)]
-    for horses, place in fields:
-        movers = moves[list(horses)].max(axis=0) > 0
-        if int(movers.sum()) <= COURSE:
-            return (
-                f"in the race for {place}, only {int(movers.sum())} cards move any of the "
-                f"horses {', '.join(HORSES[h] for h in horses)}: if they all lie among the "
-                f"{COURSE} course cards, no horse ever moves (needs {COURSE + 1} or more)"
-            )
+    movers = int((moves.max(axis=0) > 0).sum())
+    if movers <= COURSE:
+        return (
+            f"only {movers} cards move a horse at all: when they all lie among the {COURSE} "
+            f"course cards, no horse ever moves (needs {COURSE + 1} or more)"
+        )
     for size in (2, 3, 4):
         for group in combinations(range(4), size):
             if not _tie_breakable(moves, group):
@@ -330,18 +327,11 @@ class KentuckyDerbyGame(Game):
                 "the session would end before its first race; use ante <= bankroll"
             )
         moves = load_movement_table(params["movement_table"])  # raises with the allowed names
-        second = params["second_place"]
-        second_place = second == "always" or (second == "auto" and params["num_players"] >= 6)
-        flaw = race_flaw(moves.tobytes(), second_place)
+        flaw = race_flaw(moves.tobytes())
         if flaw:
-            names = "'movement_table'" + (
-                f" with 'second_place' {second!r} ({params['num_players']} players)"
-                if "second place" in flaw
-                else ""
-            )
             raise InvalidParameterError(
-                f"parameter {names}: {params['movement_table']!r}: a race might never "
-                f"finish: {flaw}"
+                f"parameter 'movement_table': {params['movement_table']!r}: a race might "
+                f"never finish: {flaw}"
             )
 
     @cached_property
