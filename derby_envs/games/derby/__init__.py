@@ -30,4 +30,5 @@ GAME_INFO = GameInfo(
     # the heuristics take 1-3 ms a move: a quarter of the seats
     smoke=SmokeRun(opponents=(("random", 3), ("derby_exchange", 1))),
     ansi_rules=tuple((rf"\b{name}\b", (colour, "bold")) for name, colour in _HORSE_COLOURS),
+    batch="derby_envs.games.derby.batch:DerbyBatch",
 )

@@ -1,0 +1,132 @@
+"""Derby's batched engine (derby_envs/games/derby/batch.py) against the reference engine.
+
+``batch_battery`` plays the games of a batch and the reference states seeded alike with the
+same random legal moves, and compares masks, observations (every player's, bit for bit),
+who moves, returns in every mode, winners and (in the first games) the whole state,
+generator included, after every move. The batched heuristics (``act_batch``) are checked
+against ``choose`` on reference states, generators included.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from derby_envs.core.batch import batch_engine
+from derby_envs.core.batch_check import batch_battery
+from derby_envs.games.derby.batch import DerbyBatch
+from derby_envs.registry import game_info, make_game
+
+PLAYER_COUNTS = (3, 4, 5)
+
+
+def _battery(n: int, seeds, full: int, **params) -> int:
+    g = make_game("derby", num_players=n, **params)
+    moves = batch_battery(g, seeds, compare_states=full, engine=DerbyBatch(g, len(seeds)))
+    assert moves > 0
+    return moves
+
+
+def test_registered():
+    g = make_game("derby")
+    assert game_info("derby").batch_class() is DerbyBatch
+    assert isinstance(batch_engine(g, 3), DerbyBatch)
+
+
+@pytest.mark.parametrize("n", PLAYER_COUNTS)
+def test_battery(n):
+    """1,000 games per player count; the whole state compared in 100 of them."""
+    _battery(n, range(1000 * n, 1001 * n + 1000 - n), full=100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", PLAYER_COUNTS)
+def test_battery_100k(n):
+    for start in range(0, 100_000, 5_000):
+        seeds = range(10**6 * n + start, 10**6 * n + start + 5_000)
+        _battery(n, seeds, full=5 if start == 0 else 0)
+
+
+def _write(tmp_path, name: str, data: dict) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _small_deck(tmp_path) -> str:
+    """Three cards (the draw pile runs out and is reshuffled from the played cards on every
+    other turn), one moving every horse (no exchange phase) and one moving a single horse."""
+    cards = [
+        {"moves": [4, 0, 8, 2, 6, 1, 3, 7, 5], "exchange": []},
+        {"moves": [7], "exchange": [0, 1, 2, 3, 4, 5, 6, 8]},
+        {"moves": [2, 5, 8, 0, 3, 6], "exchange": [1, 4, 7]},
+    ]
+    return _write(tmp_path, "deck", {"cards": cards})
+
+
+def _many_tickets(tmp_path) -> str:
+    """Fifteen tickets per colour (long stocks), profits 0 included."""
+    per = [[1 + k % 9, (7 * k) % 11] for k in range(15)]
+    return _write(tmp_path, "tickets", {"per_colour": per})
+
+
+def _few_tickets(tmp_path, n: int) -> str:
+    """The fewest tickets a colour may have (n + 2: one face-down stock ticket)."""
+    return _write(tmp_path, "few", {"per_colour": [[9 - k, 3 + k] for k in range(n + 2)]})
+
+
+@pytest.mark.parametrize("n", PLAYER_COUNTS)
+def test_edge_parameters(tmp_path, n):
+    """Custom decks and tickets, and the extreme track lengths (1: every mover finishes at
+    once; 100,000: no horse finishes)."""
+    seeds = range(40)
+    _battery(n, seeds, 10, track_length=1)
+    _battery(n, seeds, 10, track_length=100_000)
+    _battery(n, seeds, 10, track_length=12, deck=_small_deck(tmp_path))
+    _battery(n, seeds, 10, tickets=_many_tickets(tmp_path))
+    _battery(n, seeds, 10, tickets=_few_tickets(tmp_path, n), track_length=30)
+
+
+@pytest.mark.parametrize("n", PLAYER_COUNTS)
+def test_load_and_to_state(n):
+    """``load_state`` puts any reference position into a row (scenarios included), and
+    ``to_state`` gives it back; play continues identically from it."""
+    g = make_game("derby", num_players=n)
+    eng = DerbyBatch(g, 4)
+    eng.reset(np.arange(4, dtype=np.uint64), np.ones(4, np.bool_))
+    rng = np.random.default_rng(n)
+    states = []
+    for seed in range(6):
+        s = g.new_initial_state(100 + seed)
+        for _ in range(int(rng.integers(0, 150))):
+            if s.is_terminal():
+                break
+            p = s.current_players()[0]
+            legal = np.flatnonzero(s.legal_mask(p))
+            s.apply_action(p, int(legal[rng.integers(len(legal))]))
+        states.append(s)
+    states.append(g.scenario(7, turn=5, positions={"red": 100, "blue": 3}))
+    for k, s in enumerate(states):
+        i = k % 4
+        eng.load_state(i, s)
+        assert eng.to_state(i).to_dict() == s.to_dict()
+        players = np.full(4, -1)
+        obs = np.zeros((4, g.observation_size), np.float32)
+        mask = np.zeros((4, g.num_actions), np.int8)
+        for _ in range(30):
+            if s.is_terminal():
+                assert eng.terminal[i]
+                break
+            p = s.current_players()[0]
+            players[:] = -1
+            players[i] = p
+            eng.observe(players, obs)
+            eng.legal_masks(players, mask)
+            assert np.array_equal(obs[i], s.observation(p))
+            assert np.array_equal(mask[i], s.legal_mask(p))
+            a = int(np.flatnonzero(mask[i])[-1])
+            s.apply_action(p, a)
+            eng.apply(players, np.full(4, a))
+            assert eng.to_state(i).to_dict() == s.to_dict()
