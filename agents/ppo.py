@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from derby_envs.core import pcg64
 from derby_envs.core.errors import DerbyEnvsError
 from derby_envs.core.game import Game
 
@@ -221,6 +222,27 @@ class PPOPolicy:
             )
         return self._act_full(self.network_input(observation, action_mask, rng), action_mask, rng)
 
+    def act_batch(
+        self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
+    ) -> None:
+        """:meth:`act` for the rows of a batched engine with ``players[i] >= 0``
+        (``derby_envs.core.batch``): one forward pass for all of them; a sampled policy draws
+        one ``random()`` from each row's generator, as :meth:`act` does. With a hint agent or
+        observation features the network input is built game by game."""
+        from derby_envs.core import batch
+
+        if self.hint is not None or self.features is not None:
+            batch.act_each(self, engine, players, rngs, out)
+            return
+        rows = np.flatnonzero(players >= 0)
+        if rows.size == 0:
+            return
+        obs, masks = batch.obs_scratch(engine), batch.mask_scratch(engine)
+        engine.observe(players, obs)
+        engine.legal_masks(players, masks)
+        logits = np.ascontiguousarray(self.logits(obs[rows]))
+        _pick_rows(logits, masks, rows, rngs, self.deterministic, out)
+
     def act_state(self, state: Any, player: int, rng: np.random.Generator) -> int:
         """Decide from the engine state (only when the hint agent needs it)."""
         observation = state.observation(player)
@@ -277,6 +299,37 @@ class PPOPolicy:
     def __repr__(self) -> str:
         mode = "deterministic" if self.deterministic else "sampled"
         return f"PPOPolicy({self.name!r}, {mode})"
+
+
+@pcg64.njit
+def _pick_rows(logits, masks, rows, rngs, deterministic, out):
+    """``PPOPolicy._act_full`` for each ``rows[k]`` (``logits[k]`` its network output): the
+    best legal action, or a draw from the masked softmax with one ``random()`` of its row."""
+    num_actions = logits.shape[1]
+    cdf = np.empty(num_actions)
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        best, best_a, last_legal = -np.inf, -1, -1
+        for a in range(num_actions):
+            if masks[i, a] != 0:
+                last_legal = a
+                if best_a < 0 or logits[k, a] > best:
+                    best, best_a = logits[k, a], a
+        if deterministic:
+            out[i] = best_a
+            continue
+        total = 0.0
+        for a in range(num_actions):
+            if masks[i, a] != 0:
+                total += np.exp(logits[k, a] - best)
+            cdf[a] = total
+        u = pcg64.next_double(rngs[i]) * cdf[num_actions - 1]
+        pick = num_actions - 1
+        for a in range(num_actions):
+            if cdf[a] > u:  # searchsorted(cdf, u, side="right")
+                pick = a
+                break
+        out[i] = pick if masks[i, pick] != 0 else last_legal
 
 
 def with_hint(observation: np.ndarray, hint_action: int, num_actions: int) -> np.ndarray:

@@ -198,15 +198,31 @@ def mask_scratch(engine: BatchEngine) -> np.ndarray:
     return masks
 
 
+def obs_scratch(engine: BatchEngine) -> np.ndarray:
+    """A ``(B, obs)`` float32 array kept with ``engine`` for policies that read observations."""
+    obs = getattr(engine, "_policy_obs", None)
+    if obs is None:
+        obs = np.zeros((engine.num_games, engine.game.observation_size), np.float32)
+        engine._policy_obs = obs
+    return obs
+
+
 def act_batch(
     policy: Any, engine: BatchEngine, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
 ) -> None:
     """``policy``'s actions for the rows with ``players[i] >= 0``: its own ``act_batch`` where
-    it has one, else ``choose`` game by game on reference states (any policy works; slowly)."""
+    it has one, else :func:`act_each`."""
     own = getattr(policy, "act_batch", None)
     if own is not None:
         own(engine, players, rngs, out)
-        return
+    else:
+        act_each(policy, engine, players, rngs, out)
+
+
+def act_each(
+    policy: Any, engine: BatchEngine, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
+) -> None:
+    """``choose`` game by game on reference states (any policy works; slowly)."""
     from derby_envs.core.policy import choose
 
     g = np.random.Generator(np.random.PCG64(0))

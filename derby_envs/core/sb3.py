@@ -183,9 +183,18 @@ class DerbyVecEnv(VecEnv):
         setattr(self, attr_name, value)
 
     def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any):
+        """``action_masks`` per env; a method of the opponent seats' provider (a training
+        pool's ``add_snapshot``, ``pool_draws``) is called once: its result stands in the first
+        env's place (an empty dict, or the same value, in the others)."""
+        rows = self._indices(indices)
         if method_name == "action_masks":
-            return list(self.batch.masks[self._indices(indices)].astype(bool))
-        raise AttributeError(f"DerbyVecEnv has no per-env method {method_name!r}")
+            return list(self.batch.masks[rows].astype(bool))
+        method = getattr(self.batch.seats, method_name, None)
+        if method is None:
+            raise AttributeError(f"DerbyVecEnv has no per-env method {method_name!r}")
+        result = method(*args, **kwargs)
+        rest = {} if isinstance(result, dict) else result
+        return [result] + [rest] * (len(rows) - 1)
 
     def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list[bool]:
         return [False] * len(self._indices(indices))

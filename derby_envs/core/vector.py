@@ -111,6 +111,44 @@ def _opponent_list(opponents: Any, n: int) -> list[Any]:
     return list(opponents)
 
 
+class FixedSeats:
+    """The same policy in each opponent slot every episode (``opponents=`` of the single view:
+    one policy or name for every seat, or one per seat in seat order after the learner).
+
+    Opponent seat providers share this shape: ``policies`` (the distinct policy objects, a list
+    that may grow) and ``draw(which, members)``, which sets ``members[i, k]``, the index in
+    ``policies`` of the policy in opponent slot ``k`` (seat ``learner + 1 + k``) of game ``i``,
+    for the games of ``which`` when their episodes start. A training pool draws them
+    (``training.train.envs.BatchPool``)."""
+
+    def __init__(self, game: Game, opponents: Any) -> None:
+        named: dict[str, Any] = {}  # one object per name: the batch asks each policy once
+        chosen = []
+        for o in _opponent_list(opponents, game.num_players):
+            if isinstance(o, str):
+                if o not in named:
+                    named[o] = resolve_policy(o, game)
+                chosen.append(named[o])
+            else:
+                chosen.append(resolve_policy(o, game))
+        hooked = [p for p in chosen if hasattr(p, "new_episode")]
+        if hooked:
+            raise InvalidParameterError(
+                f"parameter 'opponents': {type(hooked[0]).__name__} draws a member per episode "
+                "(new_episode), which a batch of games cannot share; give each policy directly"
+            )
+        self.policies: list[Any] = []
+        slots = []
+        for p in chosen:
+            if not any(p is q for q in self.policies):
+                self.policies.append(p)
+            slots.append(next(k for k, q in enumerate(self.policies) if q is p))
+        self._slots = np.asarray(slots, np.int64)
+
+    def draw(self, which: np.ndarray, members: np.ndarray) -> None:
+        members[which] = self._slots
+
+
 class LearnerBatch:
     """N single-agent views as arrays: the learner's seat, the opponents, rewards, autoreset.
 
@@ -148,29 +186,12 @@ class LearnerBatch:
                 f"parameter 'learner_seat': got {learner_seat!r}, expected None or an integer in [0, {n - 1}]"
             )
         self.fixed_seat = -1 if learner_seat is None else int(learner_seat)
-        named: dict[str, Any] = {}  # one object per name: the batch asks each policy once
-        policies = [
-            named.setdefault(o, resolve_policy(o, game))
-            if isinstance(o, str)
-            else resolve_policy(o, game)
-            for o in _opponent_list(opponents, n)
-        ]
-        hooked = [p for p in policies if hasattr(p, "new_episode")]
-        if hooked:
-            raise InvalidParameterError(
-                f"parameter 'opponents': {type(hooked[0]).__name__} draws a member per episode "
-                "(new_episode), which a batch of games cannot share; give each policy directly"
-            )
-        self.opponents = policies
-        # distinct policy objects, and for each (game, seat) the index of its policy
-        self._unique: list[Any] = []
-        self._slot = np.zeros(n - 1, np.int64)
-        for k, p in enumerate(policies):
-            ids = [id(u) for u in self._unique]
-            if id(p) not in ids:
-                self._unique.append(p)
-                ids.append(id(p))
-            self._slot[k] = ids.index(id(p))
+        if hasattr(opponents, "draw") and hasattr(opponents, "policies"):
+            self.seats = opponents  # draws the members of each episode (a training pool)
+        else:
+            self.seats = FixedSeats(game, opponents)
+        self.opponents = self.seats.policies
+        self.members = np.zeros((N, n - 1), np.int64)  # index into policies, per opponent slot
         self.engine = batch_engine(game, N, compiled=compiled)
         self.rng = np.zeros((N, pcg64.WORDS), np.uint64)  # each env's np_random
         self.seat = np.zeros(N, np.int64)
@@ -215,6 +236,7 @@ class LearnerBatch:
             _draw_starts(
                 self.rng, todo, self.fixed_seat, self.game.num_players, self.seat, self._seeds
             )
+            self.seats.draw(todo, self.members)
             self.engine.reset(self._seeds, todo)
             self.advance()
             todo &= self.engine.terminal
@@ -237,16 +259,17 @@ class LearnerBatch:
             _first_opponent(eng.to_move, eng.terminal, self.seat, movers)
             if movers.max() < 0:
                 return
-            if len(self._unique) == 1:
-                act_batch(self._unique[0], eng, movers, self.rng, self._actions)
+            policies = self.seats.policies
+            if len(policies) == 1:
+                act_batch(policies[0], eng, movers, self.rng, self._actions)
             else:
-                slot = self._slot[
-                    (movers - self.seat - 1) % self.game.num_players % len(self._slot)
-                ]
-                for k, policy in enumerate(self._unique):
-                    players = np.where((movers >= 0) & (slot == k), movers, -1)
-                    if players.max() >= 0:
-                        act_batch(policy, eng, players, self.rng, self._actions)
+                slot = (
+                    (movers - self.seat - 1) % self.game.num_players % (self.game.num_players - 1)
+                )
+                member = np.where(movers >= 0, self.members[self._rows, slot], -1)
+                for k in np.unique(member[member >= 0]).tolist():
+                    players = np.where(member == k, movers, -1)
+                    act_batch(policies[k], eng, players, self.rng, self._actions)
             eng.apply(movers, self._actions)
         raise RuntimeError(f"{self.game.name}: the opponents did not stop moving")
 

@@ -153,11 +153,83 @@ def make_worker_env(info: GameInfo, config: TrainConfig, snapshots: list[dict], 
     return make_env(config, snapshots, root)
 
 
+class BatchPool:
+    """The opponent pool for the batched env (``vec_env: batch``): at each episode's start,
+    every opponent seat of the game (``draw="per_seat"``) or all of them together
+    (``"per_episode"``) get a member drawn with the pool's probabilities; the members' loaded
+    policies decide in batches (``derby_envs.core.vector.FixedSeats`` documents the shape).
+    Draws come from a generator of its own, seeded from the run's seed."""
+
+    def __init__(self, pool: OpponentPool, num_opponents: int, draw: str, seed: int) -> None:
+        self.pool = pool
+        self.num_opponents = num_opponents
+        self.per_episode = draw == "per_episode"
+        self.rng = np.random.default_rng([seed, 0x9E3779B9])
+        self.policies: list[Any] = []
+        self._index: dict[str, int] = {}  # member key -> index in policies
+
+    def _policy_index(self, member: Any) -> int:
+        key = f"{member.spec}|{member.params}"
+        k = self._index.get(key)
+        if k is None:
+            k = self._index[key] = len(self.policies)
+            self.policies.append(self.pool.policy(member))
+        return k
+
+    def draw(self, which: np.ndarray, members: np.ndarray) -> None:
+        rows = np.flatnonzero(which)
+        if rows.size == 0:
+            return
+        pool_members, p = self.pool.members()
+        cols = 1 if self.per_episode else self.num_opponents
+        picks = self.rng.choice(len(pool_members), size=(rows.size, cols), p=p)
+        index = np.array([self._policy_index(m) for m in pool_members], np.int64)
+        members[rows] = index[picks]  # one column broadcasts to every seat
+        for k, count in zip(*np.unique(picks, return_counts=True), strict=True):
+            label = pool_members[k].label
+            self.pool.draws[label] = self.pool.draws.get(label, 0) + int(count) * (
+                self.num_opponents if self.per_episode else 1
+            )
+
+    def add_snapshot(self, path: str, step: int) -> int:
+        self.pool.add_snapshot(path, step)
+        return len(self.pool.snapshots)
+
+    def pool_draws(self) -> dict[str, int]:
+        return dict(self.pool.draws)
+
+
+def make_batch_vec_env(config: TrainConfig, snapshots: list[dict], root: Path) -> Any:
+    """``vec_env: batch``: ``n_envs`` games on the game's batched engine as one SB3 VecEnv
+    (``derby_envs.core.sb3.DerbyVecEnv``) with the opponent pool in batches, under
+    ``VecMonitor`` (episode statistics, as ``Monitor`` gives the other vec envs)."""
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from derby_envs.core.sb3 import DerbyVecEnv
+
+    game = config.make_game()
+    pool = build_pool(config, game, snapshots, Path(root))
+    seats = BatchPool(pool, game.num_players - 1, config.opponents.draw, config.seed)
+    env = DerbyVecEnv(
+        config.game,
+        num_envs=config.n_envs,
+        opponents=seats,
+        learner_seat=config.learner_seat,
+        reward_mode=config.reward_mode,
+        seed=config.seed,
+        **config.game_params,
+    )
+    return VecMonitor(env)
+
+
 def make_vec_env(config: TrainConfig, snapshots: list[dict], root: Path) -> Any:
-    """``config.n_envs`` training envs in a ``DummyVecEnv`` or (``vec_env: subproc``) a
-    ``SubprocVecEnv`` whose workers get the game's :class:`GameInfo` (it pickles) to register."""
+    """``config.n_envs`` training envs in a ``DummyVecEnv``, (``vec_env: subproc``) a
+    ``SubprocVecEnv`` whose workers get the game's :class:`GameInfo` (it pickles) to register,
+    or (``vec_env: batch``) the batched engine (:func:`make_batch_vec_env`)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    if config.vec_env == "batch":
+        return make_batch_vec_env(config, snapshots, root)
     if config.vec_env == "subproc":
         info = GAMES[config.game]
         fns = [
