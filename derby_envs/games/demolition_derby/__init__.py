@@ -15,6 +15,7 @@ GAME_INFO = GameInfo(
     env="derby_envs.games.demolition_derby.env",
     gym_id="derby_envs/DemolitionDerby-v0",
     gym_entry="derby_envs.games.demolition_derby.env:DemolitionDerbySingleAgentEnv",
+    batch="derby_envs.games.demolition_derby.batch:DemolitionDerbyBatch",
     bench_players=(2, 4, 6),
     smoke=SmokeRun(opponents=(("random", 1), ("dd_greedy", 1))),
     ansi_rules=(
