@@ -11,14 +11,13 @@
   the position (Strength margin over the best opponent, Derby wins, Commander/Underdog
   conditions). It uses only what ``resample_hidden`` keeps, so it never peeks.
 
-Both are cheap: greedy ~15 µs per decision; tactical ~0.06-0.1 ms (``samples`` x legal
-actions x one simulated turn, ~8 turns a decision). Its playouts run compiled
-(:mod:`agents.dd_fast`, numba) wherever numba is installed; ``fast=False`` runs them in Python
-on light state copies (~0.65 ms), with the same values, choices and generator draws
-(tests/test_dd_fast.py; the recorded traces of tests/test_heuristic_traces_dd_kd.py replay
-with either). What the time goes to, and how it was measured: docs/training.md, "What a
-training step costs"; ``scripts/time_heuristics.py`` times it against the implementation
-before issue 12.
+``dd_tactical`` simulates ``samples`` x legal actions x one turn per decision. Its playouts
+run compiled (:mod:`agents.dd_fast`, on the game's compiled rules
+:mod:`derby_envs.games.demolition_derby.kernels`, the batched engine's) when its generator is
+a PCG64 one (the default); ``fast=False`` (or another bit generator) runs them in Python on
+light state copies, with the same values, choices and generator draws (tests/test_dd_fast.py;
+the recorded traces of tests/test_heuristic_traces_dd_kd.py replay with either).
+``scripts/time_heuristics.py`` times them.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ from operator import add
 
 import numpy as np
 
-from agents import dd_fast, np_draws
+from agents import dd_fast
 from agents.base import FAST
+from derby_envs.core import pcg64
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.params import Param
 from derby_envs.core.seats import seat_orders
@@ -153,10 +153,11 @@ class DDTactical:
     """Simulates this turn's reveal against quick greedy answers of the others.
 
     ``samples``: determinizations per decision; ``noise``: the standard deviation of the
-    simulated players' noisy-greedy scores; ``fast``: the compiled playouts (None: wherever
-    numba is installed and :func:`agents.np_draws.numpy_mismatch` finds the kernels' draws
-    to be this numpy's, else a warning and the Python ones; True: the compiled ones or an
-    error; False: the Python ones; both give the same values and draws). An agent keeps its work buffers (``dd_fast.Tables``: copies and pickles rebuild them): one
+    simulated players' noisy-greedy scores; ``fast``: the compiled playouts (None: where
+    :func:`derby_envs.core.pcg64.numpy_mismatch` finds the kernels' draws to be this numpy's,
+    else a warning and the Python ones; True: the compiled ones or an error; False: the
+    Python ones; both give the same values and draws; a generator other than PCG64 always
+    gets the Python ones). An agent keeps its work buffers (``dd_fast.Tables``: copies and pickles rebuild them): one
     agent per thread.
     """
 
@@ -175,14 +176,9 @@ class DDTactical:
         samples = _SAMPLES.validate(samples)
         noise = _NOISE.validate(noise)
         fast = FAST.validate(fast)
-        if fast and dd_fast.numba is None:
-            raise InvalidParameterError(
-                "parameter 'fast': fast=True needs numba (pip install numba); "
-                "allowed without it: fast=False or None (the Python playouts, same choices)"
-            )
-        # fast: the compiled playouts (same values and draws); default: wherever numba is
-        self.fast = dd_fast.numba is not None if fast is None else bool(fast)
-        mismatch = np_draws.numpy_mismatch() if self.fast else ""
+        # fast: the compiled playouts (same values and draws; numba is a core dependency)
+        self.fast = True if fast is None else bool(fast)
+        mismatch = pcg64.numpy_mismatch() if self.fast else ""
         if mismatch and fast:  # the kernels would not draw what the Python playouts draw
             raise InvalidParameterError(
                 f"parameter 'fast': the compiled playouts' draws differ from numpy's here "
@@ -241,7 +237,7 @@ class DDTactical:
     ) -> np.ndarray:
         """The summed simulated score of each action in ``legal`` over ``samples``
         determinizations (what ``act_state`` maximises)."""
-        if self._tables is not None:
+        if self._tables is not None and isinstance(rng.bit_generator, np.random.PCG64):
             return self._compiled_values(state, player, legal, rng)
         totals = [0.0] * len(legal)  # Python floats: the same sums as an array's
         for _ in range(self.samples):
@@ -281,7 +277,8 @@ class DDTactical:
     ) -> np.ndarray:
         """``action_values`` with the playouts compiled (:mod:`agents.dd_fast`): the same
         determinizations and the same draws, made by the kernels from ``rng``'s own bit
-        generator (:mod:`agents.np_draws`). The kernels re-deal the packed position
+        generator (its state copied into a :mod:`derby_envs.core.pcg64` row and back; a
+        generator other than PCG64 gets the Python playouts). The kernels re-deal the packed position
         themselves, except in Mekk Mania (its deck is re-drawn too) and when other players'
         ability choices are to be re-drawn (the engine's abilities decide which are legal):
         there each determinization is re-dealt in Python and packed."""
@@ -324,20 +321,20 @@ class DDTactical:
     ) -> None:
         """Add the simulated scores of the first ``nacts`` actions on ``samples``
         determinizations of the packed ``base`` into ``out``, dealing the next Derby
-        whenever the kernel reaches one (it draws from ``rng`` under the generator's lock,
-        as numpy's own methods do)."""
+        whenever the kernel reaches one (it draws from a pcg64 row holding ``rng``'s state,
+        copied back after each call)."""
         tables = self._tables
-        bitgen = rng.bit_generator
-        bits = np_draws.addresses_of(bitgen)
+        row = tables.row
         sd = self.quick.noise
         sample, first, resume, handed_back = 0, 0, False, None
         tables.deal[0, -1] = -1  # not dealt yet
         while True:
-            with bitgen.lock:
-                sample, first, status = dd_fast.simulate_actions(
-                    tables.mem, tables.lay, tables.fvals, bits, sd, out, player, nacts,
-                    samples, redeal, sample, first, resume,
-                )  # fmt: skip
+            pcg64.row_from_generator(rng, row)
+            sample, first, status = dd_fast.simulate_actions(
+                tables.mem, tables.lay, tables.fvals, row, sd, out, player, nacts,
+                samples, redeal, sample, first, resume,
+            )  # fmt: skip
+            pcg64.load_generator(rng, row)
             if status == dd_fast.OK:
                 return
             if resume and (sample, first) == handed_back:  # the deal did not reach the kernel

@@ -3,8 +3,8 @@
 On positions from seeded random play (deploys and ability choices, every player count, both
 variants, a replaced card file) the compiled path must give every action the same summed
 score, bit for bit, and leave the shared generator in the same state: the same choices and
-the same randomness downstream. The kernels draw from the generator themselves (tested on
-their own in tests/test_np_draws.py); the re-deal runs in the kernels or, for Mekk Mania and
+the same randomness downstream. The kernels draw from a pcg64 row holding the generator's
+state (derby_envs.core.pcg64, tested against numpy in tests/games/test_pcg64.py); the re-deal runs in the kernels or, for Mekk Mania and
 re-drawn ability choices, in Python: both are checked, as are the ties of noisy scores and a
 Derby ended by my move (handed back to Python for the next deal).
 The recorded traces (tests/test_heuristic_traces_dd_kd.py) replay with the compiled path.
@@ -128,9 +128,11 @@ def test_ties_and_the_next_derby_keep_the_values(statuses):
 
 
 @pytest.mark.parametrize("bitgen", [np.random.Philox, np.random.SFC64, np.random.MT19937])
-def test_any_bit_generator_gives_the_python_values(bitgen):
+def test_any_bit_generator_gives_the_python_values(bitgen, statuses):
+    """The kernels draw from a PCG64 row: another bit generator gets the Python playouts."""
     game = make_game("demolition_derby", num_players=3)
     same_values(game, 20, bitgen=bitgen)
+    assert statuses["kernel"] == 0
 
 
 def test_a_copied_or_pickled_agent_keeps_the_values():
@@ -173,10 +175,13 @@ def test_a_replaced_card_file_needs_no_code_change(tmp_path):
     assert same_values(game, 60)[0] > 0
 
 
-def test_fast_needs_numba(monkeypatch):
+def test_a_draw_mismatch_falls_back_to_python(monkeypatch):
+    """Where the pcg64 rows would not draw what this numpy draws, the compiled playouts are
+    refused (fast=True) or replaced by the Python ones with a warning (the default)."""
     game = make_game("demolition_derby", num_players=4)
-    monkeypatch.setattr(dd_fast, "numba", None)
-    with pytest.raises(InvalidParameterError, match="fast=True needs numba"):
+    monkeypatch.setattr(dd.pcg64, "numpy_mismatch", lambda: "numpy 0.0: draw 1 differs")
+    with pytest.raises(InvalidParameterError, match="draws differ"):
         DDTactical(game, fast=True)
-    assert DDTactical(game).fast is False  # the default falls back to the Python playouts
+    with pytest.warns(RuntimeWarning, match="Python playouts"):
+        assert DDTactical(game).fast is False
     assert DDTactical(game, fast=False).fast is False
