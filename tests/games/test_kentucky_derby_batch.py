@@ -231,3 +231,22 @@ def test_hundred_thousand_games(n):
         variant = VARIANTS[start // 2_000 % len(VARIANTS)]
         game = KentuckyDerbyGame(num_players=n, **variant)
         side_by_side(game, list(range(start, start + 2_000)), action_seed=start)
+
+
+def test_shuffle_cards_draws_as_pcg64_shuffle():
+    # The hot path's shuffle keeps the generator in locals; it must stay pcg64.shuffle's
+    # (numpy's Generator.shuffle) draw for draw, the 32-bit buffer included.
+    for seed in range(200):
+        gen = np.random.default_rng(seed)
+        gen.integers(2**31, size=seed % 3)  # some rows start with a buffered half word
+        row = pcg64.row_from_generator(gen)
+        want_row, got_row = row.copy(), row.copy()
+        for k in (48, 41, 2, 1):
+            want = np.arange(k, dtype=np.int8)
+            got = want.copy()
+            pcg64.shuffle(want_row, want, k)
+            kern.shuffle_cards(got_row, got, k)
+            assert np.array_equal(got, want) and np.array_equal(got_row, want_row)
+        deck = np.zeros(48, np.int8)
+        kern.deal_pack(got_row, deck)
+        assert deck.tolist() == pcg64.generator_from_row(want_row).permutation(48).tolist()

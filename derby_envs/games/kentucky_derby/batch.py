@@ -52,6 +52,7 @@ FIELDS: dict[str, tuple[tuple[Any, ...], Any, str]] = {
     "serial": ((), np.int64, "races run and resets in this row (dates a loaded record)"),
 }
 NO_PILES = np.zeros((4, 0), np.int8)  # the hot path records no piles (see last_race)
+PARALLEL_FROM = 1 << 30  # batches of this many games step with threads (measured: see below)
 PILE_CAPACITY = 64  # cards per horse recorded at the first try of a replay
 
 
@@ -88,21 +89,23 @@ class KentuckyDerbyBatch(BatchEngine):
         self.arrays = kern.Arrays(**{k: getattr(self, k) for k in kern.ARRAY_NAMES})
         self._pile_len = np.zeros(4, np.int64)
         self._loaded: dict[int, tuple[int, dict[str, Any]]] = {}  # i -> (serial, last_race)
+        self.parallel = B >= PARALLEL_FROM
 
     # ----- the protocol ----------------------------------------------------------------------
     def reset(self, seeds: np.ndarray, which: np.ndarray) -> None:
-        kern.reset_games(self.arrays, self.rules, self.rng, np.asarray(seeds, np.uint64), which)
+        reset = kern.reset_games_parallel if self.parallel else kern.reset_games
+        reset(self.arrays, self.rules, self.rng, np.asarray(seeds, np.uint64), which)
 
     def legal_masks(self, players: np.ndarray, out: np.ndarray) -> None:
         kern.legal_masks(self.arrays, self.rules, players, out)
 
     def apply(self, players: np.ndarray, actions: np.ndarray) -> None:
-        stuck = kern.apply_actions(
-            self.arrays, self.rules, self.rng, players, actions, NO_PILES, self._pile_len
-        )
-        if stuck >= 0:  # as the reference engine (check_params refuses such tables)
+        apply = kern.apply_actions_parallel if self.parallel else kern.apply_actions
+        stuck = apply(self.arrays, self.rules, self.rng, players, actions, NO_PILES, self._pile_len)
+        if stuck:  # as the reference engine (check_params refuses such tables)
+            games = np.flatnonzero(self.last_reshuffles > kern.MAX_RESHUFFLES).tolist()
             raise RuntimeError(
-                f"game {stuck}: race did not finish: the movement table moves nothing?"
+                f"games {games}: race did not finish: the movement table moves nothing?"
             )
 
     def observe(self, players: np.ndarray, out: np.ndarray) -> None:
