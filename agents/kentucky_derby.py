@@ -104,18 +104,19 @@ _KDBase = KDBase  # the old private name (scripts/studies/time_heuristics.py imp
 class KDContrarian(KDBase):
     """Back the least crowded horse; stake only if profitable on the visible bets.
 
-    The rule is written once over rows of observations (:meth:`_least_crowded`,
-    :meth:`_stakes`): ``act`` runs it on one row, ``act_batch`` on every game of a batch."""
+    The rule is written once over rows of observations (:meth:`_choose_rows`): ``act`` runs
+    it on one row, ``act_batch`` on every game of a batch."""
 
     name = "kd_contrarian"
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator
     ) -> int:
-        obs, mask = observation[None], action_mask[None]
-        best = np.flatnonzero(self._least_crowded(obs)[0])
-        h = int(best[rng.integers(best.size)])
-        return h * self.levels + int(self._stakes(obs, mask, np.array([h]))[0])
+        def pick(best: np.ndarray) -> np.ndarray:
+            horses = np.flatnonzero(best[0])
+            return horses[rng.integers(horses.size) :][:1]
+
+        return int(self._choose_rows(observation[None], action_mask[None], pick)[0])
 
     def act_batch(
         self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
@@ -125,41 +126,33 @@ class KDContrarian(KDBase):
         if not rows.size:
             return
         obs, masks = _observe_batch(engine, players)
-        obs, masks = obs[rows], masks[rows]
-        best = self._least_crowded(obs)
-        counts = best.sum(axis=1)
-        picks = np.zeros(rows.size, np.int64)
-        _draw_rows(rngs, rows, counts, picks)  # rng.integers(len(best)) of each game
-        horses = np.argmax(np.cumsum(best, axis=1) > picks[:, None], axis=1)
-        out[rows] = horses * self.levels + self._stakes(obs, masks, horses)
 
-    def _counts(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``_read``'s backers and stakes per horse (float32 rows) and stake pot (float64)."""
+        def pick(best: np.ndarray) -> np.ndarray:
+            picks = np.zeros(rows.size, np.int64)
+            _draw_rows(rngs, rows, best.sum(axis=1), picks)  # each game's rng.integers
+            return np.argmax(np.cumsum(best, axis=1) > picks[:, None], axis=1)
+
+        out[rows] = self._choose_rows(obs[rows], masks[rows], pick)
+
+    def _choose_rows(self, obs: np.ndarray, masks: np.ndarray, pick: Any) -> np.ndarray:
+        """The action of each row: ``pick(best)`` chooses among the least crowded horses
+        (fewest visible backers, then least staked, then likelier to win; ``best`` a bool
+        ``(rows, 4)``), then the most profitable stake on the visible bets (the smallest of
+        equal ones; 0 unless one is profitable), up to each row's largest legal stake."""
         sl = self._sl
-        backers = np.rint(obs[:, sl["backers"]] * self.n)
+        backers = np.rint(obs[:, sl["backers"]] * self.n)  # float32, as _read
         stakes_on = np.rint(obs[:, sl["stakes_on"]] * self.T)
         pot = np.rint(obs[:, sl["stake_pot"].start].astype(np.float64) * self.T)
-        return backers, stakes_on, pot
-
-    def _least_crowded(self, obs: np.ndarray) -> np.ndarray:
-        """The horses with fewest visible backers, then least staked, then likelier to win."""
-        backers, stakes_on, _ = self._counts(obs)
         crowd = backers * 1000 + stakes_on - self.p1 * 1e-3  # tie-break: likelier horse
-        return crowd == crowd.min(axis=1, keepdims=True)
-
-    def _stakes(self, obs: np.ndarray, masks: np.ndarray, horses: np.ndarray) -> np.ndarray:
-        """The stake of each row on ``horses``: the most profitable on the visible bets
-        (the smallest of equal ones), 0 unless one is profitable."""
-        _, stakes_on, pot = self._counts(obs)
-        rows = np.arange(len(horses))
-        p1, on = self.p1[horses], stakes_on[rows, horses]
+        horses = pick(crowd == crowd.min(axis=1, keepdims=True))
+        p1, on = self.p1[horses], stakes_on[np.arange(horses.size), horses]
         top = masks[:, : self.levels].sum(axis=1) - 1  # each row's largest legal stake
-        stake, best_ev = np.zeros(len(horses), np.int64), np.zeros(len(horses))
-        for s in range(1, self.max_stake + 1):
+        stake, best_ev = np.zeros(horses.size, np.int64), np.zeros(horses.size)
+        for s in range(1, int(top.max()) + 1):
             ev = p1 * (pot + s) * s / (on + s) - s
             better = (s <= top) & (ev > best_ev)
             stake[better], best_ev[better] = s, ev[better]
-        return stake
+        return horses * self.levels + stake
 
 
 class KDValue(KDBase):

@@ -193,12 +193,12 @@ def test_the_race_kernel_stops_at_max_reshuffles():
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @pytest.mark.parametrize("n", PLAYER_COUNTS)
 def test_heuristics_act_batch_is_choose(name, n):
-    """Every decision of 40 games (two variants) taken by ``act_batch`` over the batch and by
+    """Every decision of 24 games (two variants) taken by ``act_batch`` over the batch and by
     ``choose`` on the reference state: the same actions, the generators left alike."""
     for variant in ({}, {"betting": "sealed", "second_place": "always", "max_stake": 5}):
         game = KentuckyDerbyGame(num_players=n, **variant)
         batched, single = POLICIES[name](game), POLICIES[name](game)
-        B = 20
+        B = 12
         eng = batch_engine(game, B)
         eng.reset(np.arange(B, dtype=np.uint64), np.ones(B, np.bool_))
         refs = [game.new_initial_state(i) for i in range(B)]
