@@ -104,10 +104,24 @@ def build_fresh_model(
         policy_kwargs=policy_kwargs,
         tensorboard_log=tensorboard_log,
         seed=seed,
-        device="cpu",
+        device=resolve_device(cfg.device),
         verbose=verbose,
         **hyper,
     )
+
+
+def resolve_device(device: str) -> str:
+    """``"auto"``: CUDA where torch sees a GPU, else the CPU; ``"cuda"`` without one is a
+    ConfigError (named, before any work)."""
+    import torch
+
+    from training.train.config import ConfigError
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("config key 'device': cuda asked for, but torch sees no GPU here")
+    return device
 
 
 def restore_checkpoint(model: Any, path: Path, optimizer: bool = True) -> None:

@@ -1,0 +1,106 @@
+"""Training on the batched engine (``vec_env: batch``): pools, self-play snapshots, resume,
+the checks of the config, and the learned policy deciding for a batch of games."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agents.ppo import PPOPolicy
+from derby_envs.core import pcg64
+from derby_envs.core.batch import batch_engine
+from derby_envs.core.policy import choose
+from derby_envs.registry import available_games, make_game
+from training.train import train
+from training.train.checkpoints import resolve_device
+from training.train.config import ConfigError, config_from_dict
+from training.train.smoke import load_smoke
+
+
+def batch_config(game: str, run_dir, **over) -> dict:
+    """The game's smoke run on the batched engine, with self-play snapshots."""
+    raw = load_smoke(game)
+    raw.update(
+        run_dir=str(run_dir),
+        n_envs=32,
+        vec_env="batch",
+        total_timesteps=2048,
+        ppo={"n_steps": 16, "batch_size": 256, "n_epochs": 1, "net_arch": [16, 16]},
+        checkpoint={"every": 1024, "keep": 2},
+    )
+    raw["opponents"]["self_play"] = {"enabled": True, "every": 512, "weight": 2, "max_active": 2}
+    raw.update(over)
+    return raw
+
+
+@pytest.mark.parametrize("game", available_games())
+def test_batch_training_with_a_pool_and_self_play_then_resume(game, tmp_path):
+    run = tmp_path / "run"
+    summary = train(config_from_dict(batch_config(game, run)), progress=False)
+    assert summary["steps"] >= 2048
+    pool = json.loads((run / "pool.json").read_text())
+    assert len(pool["snapshots"]) >= 3
+    draws = pool["draws_this_session"]
+    fixed = {m["agent"] for m in pool["fixed"]}
+    assert fixed <= set(draws) and any(k.startswith("snapshot@") for k in draws), draws
+    policy = PPOPolicy.load(
+        run / "final.zip", make_game(game, **batch_config(game, run).get("game_params", {}))
+    )
+    assert policy.num_actions == make_game(game).num_actions or policy.num_actions > 0
+    more = train(
+        config_from_dict(batch_config(game, run, total_timesteps=3072)), resume=True, progress=False
+    )
+    assert more["steps"] >= 3072
+    assert len(json.loads((run / "pool.json").read_text())["snapshots"]) > len(pool["snapshots"])
+
+
+def test_batch_config_checks(tmp_path):
+    with pytest.raises(ConfigError, match="vec_env: batch"):
+        config_from_dict({**batch_config("derby", tmp_path, vec_env="dummy"), "n_envs": 300})
+    with pytest.raises(ConfigError, match="'hint'"):
+        config_from_dict(batch_config("derby", tmp_path, hint="derby_exchange"))
+    assert config_from_dict(batch_config("derby", tmp_path, n_envs=4096)).n_envs == 4096
+    assert resolve_device("cpu") == "cpu"
+    import torch
+
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="device"):
+            resolve_device("cuda")
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_ppo_act_batch_decides_as_act(deterministic, tmp_path):
+    game = make_game("kentucky_derby", num_players=4)
+    run = tmp_path / "run"
+    train(
+        config_from_dict(
+            batch_config("kentucky_derby", run, total_timesteps=512, game_params={"num_players": 4})
+        ),
+        progress=False,
+    )
+    policy = PPOPolicy.load(run / "final.zip", game, deterministic=deterministic)
+    B = 64
+    eng = batch_engine(game, B)
+    eng.reset(np.arange(B, dtype=np.uint64), np.ones(B, np.bool_))
+    rngs = np.zeros((B, pcg64.WORDS), np.uint64)
+    pcg64.seed_rows(rngs, np.arange(100, 100 + B, dtype=np.uint64), np.ones(B, np.bool_))
+    out = np.full(B, -1, np.int64)
+    decided = 0
+    for _ in range(6):
+        players = np.array([np.flatnonzero(r)[0] if r.any() else -1 for r in eng.to_move], np.int64)
+        players[::3] = -1  # rows left alone
+        want, want_rows = [], []
+        for i in np.flatnonzero(players >= 0):
+            g = pcg64.generator_from_row(rngs[i])
+            want.append(choose(policy, eng.to_state(int(i)), int(players[i]), g))
+            want_rows.append(pcg64.row_from_generator(g))
+        policy.act_batch(eng, players, rngs, out)
+        got = out[players >= 0].tolist()
+        assert got == want
+        assert np.array_equal(rngs[players >= 0], np.array(want_rows))
+        decided += len(got)
+        eng.apply(players, out)
+    assert decided > 100
