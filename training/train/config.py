@@ -19,6 +19,7 @@ Overrides from the command line use dotted keys: ``--set ppo.learning_rate=1e-4`
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import types
@@ -29,8 +30,9 @@ from typing import Any, Literal
 
 import yaml
 
+from derby_envs.core.datafile import parse_yaml, read_yaml
 from derby_envs.core.errors import InvalidParameterError
-from derby_envs.core.params import Param, did_you_mean
+from derby_envs.core.params import Param, did_you_mean, show
 
 
 class ConfigError(InvalidParameterError):
@@ -54,6 +56,18 @@ def schema_field(
 # numpy's legacy seeding (which sb3 calls) takes 32 bits, and the env workers add their index:
 # one bound for every seed of a config, checked before a run directory is made.
 MAX_SEED = 2**31 - 1
+#: envs of a DummyVecEnv / SubprocVecEnv (one Python env each); the batched env takes more
+MAX_PROCESS_ENVS = 256
+MAX_BATCH_ENVS = 1 << 16
+
+
+# Sizes a run may ask for, checked with the config (before the run directory exists) instead of
+# failing in an allocation later: a hidden layer, the number of layers, the network's weights
+# (actor and critic together) and the rollout buffer's memory.
+MAX_LAYER = 8192
+MAX_LAYERS = 16
+MAX_WEIGHTS = 50_000_000
+MAX_BUFFER_BYTES = 2 * 2**30
 
 
 # ----- the schema -------------------------------------------------------------------------
@@ -62,8 +76,10 @@ class PPOConfig:
     """sb3-contrib MaskablePPO hyper-parameters (see its documentation)."""
 
     learning_rate: float = schema_field(3e-4, "Adam step size", low=1e-8, high=1.0)
-    n_steps: int = schema_field(512, "steps per env per rollout (buffer = n_steps * n_envs)", low=2)
-    batch_size: int = schema_field(256, "minibatch size (<= n_steps * n_envs)", low=2)
+    n_steps: int = schema_field(
+        512, "steps per env per rollout (buffer = n_steps * n_envs)", low=2, high=2**20
+    )
+    batch_size: int = schema_field(256, "minibatch size (<= n_steps * n_envs)", low=2, high=2**20)
     n_epochs: int = schema_field(10, "optimisation passes per rollout", low=1, high=1000)
     gamma: float = schema_field(0.99, "discount factor", low=0.0, high=1.0)
     gae_lambda: float = schema_field(0.95, "GAE lambda", low=0.0, high=1.0)
@@ -75,7 +91,7 @@ class PPOConfig:
         None, "early-stop an update past this KL (null = off)", low=1e-9
     )
     net_arch: list[int] = schema_field(
-        lambda: [64, 64], "hidden layer sizes (actor and critic)", low=1
+        lambda: [64, 64], "hidden layer sizes (actor and critic)", low=1, high=MAX_LAYER
     )
     activation: Literal["tanh", "relu"] = schema_field("tanh", "hidden activation")
     residual_scale: float | None = schema_field(
@@ -225,11 +241,18 @@ class TrainConfig(RunConfig):
         0, "seed of everything (torch, numpy, envs, opponents)", low=0, high=MAX_SEED
     )
     total_timesteps: int = schema_field(200_000, "env steps of the learner in all", low=1)
-    n_envs: int = schema_field(4, "parallel environments", low=1, high=256)
-    vec_env: Literal["dummy", "subproc"] = schema_field(
-        "dummy", "DummyVecEnv (one process) or SubprocVecEnv (one process per env)"
+    n_envs: int = schema_field(
+        4, "parallel environments (games, with vec_env: batch)", low=1, high=MAX_BATCH_ENVS
+    )
+    vec_env: Literal["dummy", "subproc", "batch"] = schema_field(
+        "dummy",
+        "DummyVecEnv (one process), SubprocVecEnv (one process per env) or batch (the game's "
+        "batched engine: n_envs games per call, opponents decided in batches; docs/vector.md)",
     )
     torch_threads: int = schema_field(1, "torch threads of the trainer process", low=1, high=64)
+    device: Literal["auto", "cpu", "cuda"] = schema_field(
+        "auto", "where the learner's network runs (auto: the GPU when torch sees one)"
+    )
     reward_mode: str | None = schema_field(
         None, "learner's reward (a reward mode of the game; null = its first)"
     )
@@ -279,15 +302,21 @@ def train_source(args: Any) -> tuple[Path, list[str]]:
     raise ConfigError("give --config FILE (or --resume --run-dir DIR to continue a run)")
 
 
+#: A config file larger than this is not a config (the shipped ones are ~2 kB).
+CONFIG_MAX_BYTES = 4 * 2**20
+
+
+def _short(item: str) -> str:
+    """An override as its message shows it (a 5,000-digit value is cut)."""
+    return show(item, 60)
+
+
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
     """Read a YAML config, apply ``key.sub=value`` overrides, validate everything."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"no such config file: {str(path)!r}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    raw = read_yaml(path, what="config file", max_bytes=CONFIG_MAX_BYTES, error=ConfigError)
     if raw is None:  # an empty file is a mistake (a wrong path, a lost edit), not "all defaults"
         raise ConfigError(
             f"{path}: the config file is empty; give at least 'game' (see docs/training.md)"
@@ -314,10 +343,9 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> None:
             if not isinstance(nxt, dict):
                 raise ConfigError(f"override {item!r}: config key {part!r} is not a section")
             node = nxt
-        try:
-            node[parts[-1]] = yaml.safe_load(value)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"override {item!r}: bad value: {exc}") from exc
+        node[parts[-1]] = parse_yaml(
+            value, f"override {_short(item)}: bad value", error=ConfigError
+        )
 
 
 def config_from_dict(raw: dict[str, Any]) -> TrainConfig:
@@ -387,7 +415,7 @@ def _describe_type(tp: Any, meta: Any) -> str:
 def _bad(tp: Any, given: Any, key: str, meta: Any, extra: str = "") -> ConfigError:
     """The error for a bad value: the dotted key, what the user wrote, what is allowed."""
     return ConfigError(
-        f"config key {key!r}: got {given!r}, expected {_describe_type(tp, meta)}" + extra
+        f"config key {key!r}: got {show(given)}, expected {_describe_type(tp, meta)}" + extra
     )
 
 
@@ -509,12 +537,58 @@ def check_learner_seat(cfg: TrainConfig, game: Any, names: list[str]) -> None:
         )
 
 
+def check_vec_env(cfg: TrainConfig, game: Any, names: list[str]) -> None:
+    """More than ``MAX_PROCESS_ENVS`` envs only on the batched engine; the batched env builds
+    no per-env observation wrappers (hints and observation features read one state each)."""
+    if cfg.vec_env != "batch" and cfg.n_envs > MAX_PROCESS_ENVS:
+        raise ConfigError(
+            f"config key 'n_envs': got {cfg.n_envs}; more than {MAX_PROCESS_ENVS} envs need "
+            "vec_env: batch"
+        )
+    if cfg.vec_env == "batch":
+        for key in ("hint", "observation_features"):
+            if getattr(cfg, key) is not None:
+                raise ConfigError(
+                    f"config key {key!r}: not available with vec_env: batch (the batched env "
+                    "appends no per-game inputs); use vec_env: dummy or subproc, or null"
+                )
+
+
 def check_batch_size(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     buffer = cfg.ppo.n_steps * cfg.n_envs
     if cfg.ppo.batch_size > buffer:
         raise ConfigError(
             f"config key 'ppo.batch_size': got {cfg.ppo.batch_size}, expected at most "
             f"ppo.n_steps * n_envs = {buffer}"
+        )
+
+
+def check_sizes(cfg: TrainConfig, game: Any, names: list[str]) -> None:
+    """The network and the rollout buffer fit in memory (named, before any work): a
+    ``net_arch`` of [1000000, 1000000] or an ``n_steps`` of 10**9 used to fail in an allocation
+    after the run directory was made."""
+    arch = cfg.ppo.net_arch
+    if not arch or len(arch) > MAX_LAYERS:
+        raise ConfigError(
+            f"config key 'ppo.net_arch': got {len(arch)} layers, expected 1 to {MAX_LAYERS}"
+        )
+    inputs = game.observation_size + (game.num_actions if cfg.hint is not None else 0)
+    sizes = [inputs, *arch]
+    trunk = sum((a + 1) * b for a, b in itertools.pairwise(sizes))
+    weights = 2 * trunk + (arch[-1] + 1) * (game.num_actions + 1)  # actor + critic + heads
+    if weights > MAX_WEIGHTS:
+        raise ConfigError(
+            f"config key 'ppo.net_arch': {arch} gives ~{weights:,} weights for "
+            f"{game.name}'s {inputs} inputs, over the limit of {MAX_WEIGHTS:,}"
+        )
+    buffer = cfg.ppo.n_steps * cfg.n_envs
+    # sb3's rollout buffer: float32 observations and masks, plus ~8 numbers per step
+    nbytes = buffer * (inputs + game.num_actions + 8) * 4
+    if nbytes > MAX_BUFFER_BYTES:
+        raise ConfigError(
+            f"config key 'ppo.n_steps': {cfg.ppo.n_steps} steps x {cfg.n_envs} envs need a "
+            f"rollout buffer of ~{nbytes / 2**30:.1f} GiB for {game.name}, over the limit of "
+            f"{MAX_BUFFER_BYTES / 2**30:.0f} GiB; lower ppo.n_steps or n_envs"
         )
 
 
@@ -660,7 +734,9 @@ def check_name(cfg: TrainConfig, game: Any, names: list[str]) -> None:
 CROSS_CHECKS = (
     check_reward_mode,
     check_learner_seat,
+    check_vec_env,
     check_batch_size,
+    check_sizes,
     check_hint,
     check_observation_features,
     check_residual_scale,
