@@ -33,8 +33,10 @@ from derby_envs.games.demolition_derby.kernels import (
 )
 from derby_envs.games.demolition_derby.kernels_turn import _apply, deal_derby, deal_tables
 
-_pnjit = numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+# serial: measured on 2 cores, ``parallel=True`` with ``prange`` over the games made every
+# kernel ~15-20x slower (a game's step is a few microseconds: the threads' hand-offs cost more)
 _njit = numba.njit(cache=True, nogil=True, error_model="numpy")
+_pnjit = _njit
 
 #: the batch's arrays besides the rules' state (STATE_ARRAYS, shapes from ``Sizes``):
 #: name -> (trailing shape from the sizes, dtype)
@@ -72,10 +74,10 @@ def reset_kernel(tb, S, deck, unused, rng, deal, ws, scratch, seeds, which, term
     fresh match, the first Derby dealt (``_start_derby``)."""
     cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog = S
     n = hand.shape[1]
-    for i in numba.prange(which.shape[0]):
+    for i in range(which.shape[0]):
         if not which[i]:
             continue
-        tid = numba.get_thread_id()
+        tid = 0  # one workspace (serial kernels)
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         pcg64.seed_row(rng[i], seeds[i])
         sc[i, :] = 0
@@ -94,11 +96,11 @@ def apply_kernel(tb, S, deck, unused, rng, deal, ws, scratch, players, actions, 
     Derby dealt when one ends and the match goes on, as ``_end_derby`` does)."""
     cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog = S
     n = hand.shape[1]
-    for i in numba.prange(players.shape[0]):
+    for i in range(players.shape[0]):
         p = players[i]
         if p < 0:
             continue
-        tid = numba.get_thread_id()
+        tid = 0  # one workspace (serial kernels)
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         w = (ws[0][tid], ws[1][tid], ws[2][tid])
         derby = sc[i, S_DERBY]
@@ -111,7 +113,7 @@ def apply_kernel(tb, S, deck, unused, rng, deal, ws, scratch, players, actions, 
 @_pnjit
 def masks_kernel(tb, S, players, out):
     cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog = S
-    for i in numba.prange(players.shape[0]):
+    for i in range(players.shape[0]):
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         if players[i] < 0:
             out[i, :] = 0
@@ -122,10 +124,10 @@ def masks_kernel(tb, S, players, out):
 @_pnjit
 def observe_kernel(tb, S, deck, unused, ot, ws, players, out):
     cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog = S
-    for i in numba.prange(players.shape[0]):
+    for i in range(players.shape[0]):
         if players[i] < 0:
             continue
-        tid = numba.get_thread_id()
+        tid = 0  # one workspace (serial kernels)
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         w = (ws[0][tid], ws[1][tid], ws[2][tid])
         observe_one(tb, st, deck[i], unused[i], ot, w, players[i], out[i])
@@ -168,7 +170,7 @@ class DemolitionDerbyBatch(BatchEngine):
             setattr(self, name, np.zeros((B, *shape(z)), dtype))
         self.deal = deal_tables(game)
         self.obs_table = obs_table(game)
-        threads = numba.config.NUMBA_NUM_THREADS
+        threads = 1  # the kernels run serially (see _njit)
         self.work = tuple(np.zeros((threads, *shape), np.int64) for shape in z.work_shapes())
         self.scratch = np.zeros((threads, 4 * (z.N + 8)), np.int64)
         self.terminal[:] = False
