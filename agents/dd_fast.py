@@ -56,7 +56,6 @@ from derby_envs.games.demolition_derby.kernels import (
     S_PHASE,
     S_TURN,
     S_WINS,
-    ST_HAND,
     TK_CARD,
     TK_DESIGN,
     TK_KIND,
@@ -84,10 +83,7 @@ from derby_envs.games.demolition_derby.kernels import (
     _strengths,
     card_tables,
 )
-from derby_envs.games.demolition_derby.kernels_turn import _apply, _pending, _start_derby
-
-# statuses of a simulated action
-OK, NEXT_DERBY = 0, 1
+from derby_envs.games.demolition_derby.kernels_turn import _apply, _pending, deal_derby, deal_tables
 
 F32_03 = float(np.float32(0.3))  # the observation's "Instant pending" weight (see DDTactical)
 
@@ -114,7 +110,7 @@ class Tables:
         shapes = [
             self.params.shape, self.card.shape, self.des.shape, self.ops.shape, self.fil.shape,
             gives.shape, *[(2, *x) for x in z.state_shapes()], *z.work_shapes(),
-            (n, self.hc + 1), (game.num_actions,), (3, max(N, n) + 1),
+            (1,), (game.num_actions,), (3, max(N, n) + 1),
         ]  # fmt: skip
         sizes = [int(np.prod(x)) for x in shapes]
         offsets = np.cumsum([0, *sizes])
@@ -130,12 +126,19 @@ class Tables:
             view[...] = table
         self.base = tuple(v[0] for v in views[6:18])  # the packed determinization (see pack)
         self.flat = tuple(v.reshape(-1) for v in self.base)  # the same, flat views
-        self.deal = views[21]  # the next Derby's hands (deal[0, -1] < 0: not dealt)
         self.acts = views[22]  # the actions to simulate
         # the re-deal's unknown cards, its scratch, the seats dealt to (lengths last)
         self.redeal = views[23]
         self.seed = views[18][W_SEED, :1]  # the future-chance seed of the last re-deal
         self.row = np.zeros(pcg64.WORDS, np.uint64)  # the caller's generator, during a call
+        # the next Derby's deal when my move ends one: its tables and scratch
+        self.dealing = deal_tables(game)
+        self.dscratch = np.zeros(2 * self.dealing.shape[1] + 4 * (N + 8), np.int64)
+        self.drow = np.zeros(pcg64.WORDS, np.uint64)
+        # the state and workspace tuples the kernels take (the batched dd_tactical's calls)
+        self.tb = (*views[:5], self.fvals, views[5])
+        self.sim = tuple(v[1] for v in views[6:18])
+        self.ws = tuple(views[18:21])
         self.seen: list = [None, None, None]  # what pack last converted (see pack)
 
     def __reduce__(self) -> tuple:
@@ -468,13 +471,6 @@ def _simulate(tb, st, ws, me, row, sd):
 
 
 @_njit
-def _start_dealt_derby(st, deal):
-    """The next Derby's first turn, its hands dealt as ``deal`` (``_start_derby``)."""
-    _copy_into(st[ST_HAND], deal)
-    _start_derby(st)
-
-
-@_njit
 def _redeal(tb, base, ws, rd, row, me):
     """``DDTactical._resample`` on the packed position, in place: the seed of the copy's
     future chance (into ``W_SEED[0]``), then ``redeal_hidden``'s draws in its order: the
@@ -512,18 +508,15 @@ def _redeal(tb, base, ws, rd, row, me):
 
 @_njit
 def simulate_actions(
-    mem, lay, fvals, row, sd, out, me, nacts, samples, redeal, sample, first, resume
+    mem, lay, fvals, row, sd, out, me, nacts, samples, redeal, dealing, dscratch, drow
 ):
     """Add the simulated score of each of the first ``nacts`` actions of ``Tables.acts`` on
     each of ``samples`` determinizations into ``out``: with ``redeal``, each one re-dealt
     from the packed position by :func:`_redeal` (kept in place for the next); without, the
     packed determinization itself (``samples`` 1). The noise and the tie-breaks are drawn
-    from the pcg64 row ``row`` (:mod:`derby_envs.core.pcg64`) in the Python playouts' order.
-
-    ``sample``, ``first``: where to start (0, 0 at first); ``resume``: that sample is
-    already re-dealt. Returns (sample, action, status): OK when done; NEXT_DERBY when my
-    move at that point ends the Derby and its successor is not dealt (``Tables.deal[0, -1]
-    < 0``): the caller deals it from the seed in ``W_SEED[0]`` and calls again from there."""
+    from the pcg64 row ``row`` (:mod:`derby_envs.core.pcg64`) in the Python playouts' order;
+    a Derby ended by my move is followed by the next one dealt from the determinization's
+    seed (``dealing``: ``kernels_turn.deal_tables``; ``dscratch``, ``drow``: scratch)."""
     o, a, b, c, e = lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3], lay[:, 4]
     tb = (
         mem[o[0] : o[0] + a[0]],
@@ -556,23 +549,29 @@ def simulate_actions(
         mem[o[19] : o[19] + a[19] * b[19]].reshape((a[19], b[19])),
         mem[o[20] : o[20] + a[20] * b[20]].reshape((a[20], b[20])),
     )
-    deal = mem[o[21] : o[21] + a[21] * b[21]].reshape((a[21], b[21]))
     legal = mem[o[22] : o[22] + nacts]
     rd = mem[o[23] : o[23] + a[23] * b[23]].reshape((a[23], b[23]))
+    playouts(tb, base, st, ws, legal, nacts, rd, row, sd, out, me, samples, redeal, dealing,
+             dscratch, drow)  # fmt: skip
+
+
+@_njit
+def playouts(tb, base, st, ws, legal, nacts, rd, row, sd, out, me, samples, redeal, dealing,
+             dscratch, drow):  # fmt: skip
+    """:func:`simulate_actions` on the arrays themselves (the batched ``dd_tactical`` calls it
+    once per game)."""
     derby = base[9][S_DERBY]
-    for smp in range(sample, samples):
-        if smp != sample:
-            first = 0
-        if redeal and not (resume and smp == sample):
+    for _ in range(samples):
+        if redeal:
             _redeal(tb, base, ws, rd, row, me)
-            deal[0, -1] = -1  # this sample's next Derby: not dealt yet
-        for i in range(first, nacts):
+        for i in range(nacts):
             _load(st, base)
             _apply(tb, st, ws, me, legal[i])
             if st[9][S_DERBY] != derby and st[9][S_PHASE] != OVER:
-                # my move ended the Derby: the playout goes on into the next one's first turn
-                if deal[0, -1] < 0:
-                    return smp, i, NEXT_DERBY
-                _start_dealt_derby(st, deal)
+                # my move ended the Derby: the playout goes on into the next one's first
+                # turn, dealt as the determinization's own generator (seeded W_SEED) would
+                pcg64.seed_row(drow, np.uint64(ws[0][W_SEED][0]))
+                m = dealing.shape[1]
+                deal_derby(st, drow, dealing, dscratch[:m], dscratch[m : 2 * m],
+                           dscratch[2 * m :])  # fmt: skip
             out[i] += _simulate(tb, st, ws, me, row, sd)
-    return samples, 0, OK

@@ -320,37 +320,16 @@ class DDTactical:
         redeal: bool,
     ) -> None:
         """Add the simulated scores of the first ``nacts`` actions on ``samples``
-        determinizations of the packed ``base`` into ``out``, dealing the next Derby
-        whenever the kernel reaches one (it draws from a pcg64 row holding ``rng``'s state,
-        copied back after each call)."""
+        determinizations of the packed ``base`` into ``out`` (the kernel draws from a pcg64
+        row holding ``rng``'s state, copied back after the call)."""
         tables = self._tables
         row = tables.row
-        sd = self.quick.noise
-        sample, first, resume, handed_back = 0, 0, False, None
-        tables.deal[0, -1] = -1  # not dealt yet
-        while True:
-            pcg64.row_from_generator(rng, row)
-            sample, first, status = dd_fast.simulate_actions(
-                tables.mem, tables.lay, tables.fvals, row, sd, out, player, nacts,
-                samples, redeal, sample, first, resume,
-            )  # fmt: skip
-            pcg64.load_generator(rng, row)
-            if status == dd_fast.OK:
-                return
-            if resume and (sample, first) == handed_back:  # the deal did not reach the kernel
-                raise RuntimeError("dd_fast: the next Derby's deal is not in the kernels' buffer")
-            handed_back = (sample, first)
-            # my move ended the Derby: its successor, dealt from this determinization's seed
-            self._next_deal(base, int(tables.seed[0]))
-            resume = True
-
-    def _next_deal(self, base: DemolitionDerbyState, deal_seed: int) -> None:
-        """The hands of the Derby after ``base``'s, as ``deal_next_derby(deal_seed)`` deals
-        them, into the kernels' ``deal`` (they depend on the seed and the card set only, so
-        any determinization of the position deals them alike)."""
-        s = base.simulation_copy(self._scratch)
-        s.deal_next_derby(deal_seed)
-        self._tables.deal.reshape(-1)[:] = dd_fast._rows(s.hands, self._tables.hc + 1)
+        pcg64.row_from_generator(rng, row)
+        dd_fast.simulate_actions(
+            tables.mem, tables.lay, tables.fvals, row, self.quick.noise, out, player, nacts,
+            samples, redeal, tables.dealing, tables.dscratch, tables.drow,
+        )  # fmt: skip
+        pcg64.load_generator(rng, row)
 
     # The simulation works on the engine's light copies (``simulation_copy``: no fresh bit
     # generator per copy, no observation vectors and masks, no deal of the next Derby) and runs
