@@ -124,7 +124,21 @@ def test_bench_config_times_the_config_against_random_and_its_strongest_field(tm
     (pair,) = row["pair_ratios"]  # --quick: one pair
     assert pair == row["ratio_to_random"]
     assert abs(pair - row["field_steps_per_s"] / row["random_steps_per_s"]) < 1e-12
+    # the same learner on a do-nothing env of the same shapes, measured beside it
+    assert row["ceiling_steps_per_s"] > 0
+    assert row["random_over_ceiling"] == row["random_steps_per_s"] / row["ceiling_steps_per_s"]
     assert "| MaskablePPO as configured |" in capsys.readouterr().out
+
+
+def test_bench_config_on_the_batched_engine(tmp_path):
+    cfg = tmp_path / "batch.yaml"
+    cfg.write_text(_TINY_CONFIG.replace("n_envs: 1\nvec_env: dummy", "n_envs: 16\nvec_env: batch"))
+    out = tmp_path / "bench.json"
+    args = ["bench", "--quick", "--no-train", "--seconds", "0.02", "--json", str(out)]
+    assert main([*args, "--games", "kentucky_derby", "--config", str(cfg)]) == 0
+    (row,) = json.loads(out.read_text())["config_training"]
+    assert (row["vec_env"], row["n_envs"], row["field"]) == ("batch", 16, "dd_tactical")
+    assert row["random_steps_per_s"] > 0 and row["field_steps_per_s"] > 0
 
 
 def test_bench_config_variants_change_only_the_opponents(tmp_path):

@@ -407,6 +407,8 @@ def config_training_rows(
     then field); the ratio is the median of the pairs' ratios, robust to load that drifts
     between pairs. ``timesteps`` defaults to four rollouts (4 x ``n_envs`` x
     ``ppo.n_steps``), after one untimed one."""
+    from training.tools.bench_vector import ceiling_steps_per_s
+
     rows: list[dict[str, Any]] = []
     for path, (vs_random, vs_field, field) in variants:
         steps = timesteps or 4 * vs_random.n_envs * vs_random.ppo.n_steps
@@ -415,6 +417,7 @@ def config_training_rows(
             for name, cfg in (("random", vs_random), (field, vs_field)):
                 rates[name].append(config_steps_per_s(cfg, steps))
         ratios = [f / r for r, f in zip(rates["random"], rates[field], strict=True)]
+        ceiling = statistics.median(ceiling_steps_per_s(vs_random, steps) for _ in range(repeats))
         row = {
             "config": str(path),
             "env": vs_random.game,
@@ -427,12 +430,14 @@ def config_training_rows(
             "field_steps_per_s": statistics.median(rates[field]),
             "ratio_to_random": statistics.median(ratios),
             "pair_ratios": ratios,
+            "ceiling_steps_per_s": ceiling,
+            "random_over_ceiling": statistics.median(rates["random"]) / ceiling,
         }
         rows.append(row)
         progress(
             f"  config  {path!s:<34} vs random {row['random_steps_per_s']:>7,.0f}  "
             f"vs {field} {row['field_steps_per_s']:>7,.0f} env-steps/s  "
-            f"ratio {row['ratio_to_random']:.2f}"
+            f"ratio {row['ratio_to_random']:.2f}  learner ceiling {ceiling:>7,.0f}"
         )
     return rows
 
@@ -460,7 +465,9 @@ def run_bench(
     heuristics = heuristic_rows(games, rows, 41 if quick else 401, progress)
     training = ppo_training_rows(games, quick, repeats, progress) if train else []
     as_configured = config_training_rows(variants, min(repeats, 3), progress)
-    batched = vector_rows(games, player_counts, quick, repeats, seconds, progress) if vector else None
+    batched = (
+        vector_rows(games, player_counts, quick, repeats, seconds, progress) if vector else None
+    )
     return {
         "version": derby_envs.__version__,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
@@ -589,6 +596,7 @@ def ppo_training_rows(
 def markdown(result: dict[str, Any]) -> str:
     """The result as Markdown tables (c4 = PettingZoo's connect_four-v3 AEC env, same run)."""
     from training.tools import bench_vector
+
     lines = [
         "| env | players | engine steps/s | engine games/s | engine / c4 | AEC steps/s | AEC / c4 | Gym view steps/s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -643,14 +651,16 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [
             "",
             "| MaskablePPO as configured | game | players | vec env | env-steps/s vs random "
-            "| field | env-steps/s vs field | field / random (median of pairs) |",
-            "|---|---|---:|---|---:|---|---:|---:|",
+            "| field | env-steps/s vs field | field / random (median of pairs) "
+            "| learner ceiling | vs random / ceiling |",
+            "|---|---|---:|---|---:|---|---:|---:|---:|---:|",
         ]
         for c in result["config_training"]:
             lines.append(
                 f"| {c['config']} | {c['env']} | {c['players']} | {c['vec_env']} x {c['n_envs']} "
                 f"| {c['random_steps_per_s']:,.0f} | {c['field']} | {c['field_steps_per_s']:,.0f} "
-                f"| {c['ratio_to_random']:.2f}x |"
+                f"| {c['ratio_to_random']:.2f}x | {c['ceiling_steps_per_s']:,.0f} "
+                f"| {c['random_over_ceiling']:.2f} |"
             )
     if result.get("vector"):
         lines += ["", bench_vector.markdown(result["vector"])]

@@ -251,6 +251,81 @@ def vector_rows(
     return {"sizes": list(sizes), "random_play": rows, "field": fields}
 
 
+def null_vec_env(game: Any, n_envs: int, episode: int = 20) -> Any:
+    """An SB3 VecEnv of the game's shapes that does nothing (zero observations and rewards,
+    every action legal, episodes of ``episode`` steps): what the learner alone can take."""
+    from stable_baselines3.common.vec_env import VecEnv
+
+    low, high = game.observation_bounds()
+
+    class NullVecEnv(VecEnv):
+        render_mode = None
+
+        def __init__(self) -> None:
+            super().__init__(
+                n_envs,
+                gymnasium.spaces.Box(low=low, high=high, dtype=np.float32),
+                gymnasium.spaces.Discrete(game.num_actions),
+            )
+            self.t = 0
+            self.obs = np.zeros((n_envs, game.observation_size), np.float32)
+            self.masks = np.ones((n_envs, game.num_actions), bool)
+
+        def reset(self):
+            return self.obs.copy()
+
+        def step_async(self, actions):
+            pass
+
+        def step_wait(self):
+            self.t += 1
+            done = np.full(n_envs, self.t % episode == 0)
+            infos = [{"terminal_observation": self.obs[0]} if d else {} for d in done]
+            return self.obs.copy(), np.zeros(n_envs, np.float32), done, infos
+
+        def action_masks(self):
+            return self.masks
+
+        def close(self):
+            pass
+
+        def get_attr(self, name, indices=None):
+            return [getattr(self, name)] * n_envs
+
+        def set_attr(self, name, value, indices=None):
+            setattr(self, name, value)
+
+        def env_method(self, name, *args, indices=None, **kwargs):
+            if name == "action_masks":  # one row per env, as sb3-contrib stacks them
+                return list(self.masks)
+            raise AttributeError(name)
+
+        def env_is_wrapped(self, wrapper_class, indices=None):
+            return [False] * n_envs
+
+        def has_attr(self, name):
+            return hasattr(self, name)
+
+    return NullVecEnv()
+
+
+def ceiling_steps_per_s(cfg: Any, timesteps: int) -> float:
+    """The config's learner (network, PPO settings, ``n_envs``) on :func:`null_vec_env`:
+    env-steps/s after one untimed rollout."""
+    import torch
+
+    from training.train.checkpoints import build_fresh_model
+
+    torch.set_num_threads(cfg.torch_threads)
+    game = cfg.make_game()
+    model = build_fresh_model(cfg, game, null_vec_env(game, cfg.n_envs), cfg.seed)
+    model.learn(total_timesteps=cfg.n_envs * cfg.ppo.n_steps)
+    start = model.num_timesteps
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=timesteps, reset_num_timesteps=False)
+    return (model.num_timesteps - start) / (time.perf_counter() - t0)
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The batched rows as Markdown tables."""
     lines = [
