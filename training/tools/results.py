@@ -84,6 +84,14 @@ MEASUREMENTS: dict[str, Measurement] = {
         "strength", "Derby 4p: ISMCTS against a derby_exchange field",
         _evaluate("derby", 4, "ismcts derby_exchange", 25),
     ),
+    "derby_search_vs_random": Measurement(
+        "strength", "Derby 4p: flat Monte Carlo search against random seats",
+        _evaluate("derby", 4, "search random", 25),
+    ),
+    "derby_rollout_vs_derby_exchange": Measurement(
+        "strength", "Derby 4p: derby_rollout against a derby_exchange field",
+        _evaluate("derby", 4, "derby_rollout derby_exchange", 50),
+    ),
     "dd_tactical_vs_random": Measurement(
         "strength", "Demolition Derby 2p: dd_tactical against random",
         _evaluate("demolition_derby", 2, "dd_tactical random", 100),
