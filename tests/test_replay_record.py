@@ -179,7 +179,7 @@ def test_tampered_replay_is_refused(tmp_path, game_name, params, what):
 @pytest.mark.parametrize(
     "content,message",
     [
-        ("{not json", "invalid JSON"),
+        ("{not json", "not valid JSON (line 1 column 2"),
         ("[1, 2]", "expected a JSON object"),
         ('{"format": "something-else"}', "not a derby-envs replay"),
         ('{"format": "derby-envs-replay", "version": 99}', "unsupported replay version 99"),

@@ -1,7 +1,9 @@
 """The ``derby-envs`` command line: ``demo``, ``list``, ``evaluate`` (and more as they land).
 
 Every subcommand validates its arguments before doing any work and exits with status 2 and a
-one-line message on bad input (unknown game, agent, parameter or value).
+one-line message on bad input (unknown game, agent, parameter or value), naming the option.
+Ctrl-C exits with status 130 and SIGTERM during a file write with 143, without a traceback:
+the module imports nothing heavy until :func:`main` is inside its handlers.
 """
 
 from __future__ import annotations
@@ -12,27 +14,73 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from derby_envs.core.errors import DerbyEnvsError
-from derby_envs.core.params import describe_params
-from derby_envs.registry import GAMES, available_games, get_game_class, make_game
+# derby_envs (numpy, the registry) is imported inside main(), within its KeyboardInterrupt
+# handler: a Ctrl-C in the first fraction of a second gives a message, not a traceback.
 
 
 def _parse_params(items: Sequence[str]) -> dict[str, Any]:
     """``key=value`` pairs; values parsed as JSON when possible (numbers, true/false, null)."""
+    from derby_envs.core.datafile import check_nesting
+    from derby_envs.core.errors import DerbyEnvsError
+    from derby_envs.core.params import show
+
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise DerbyEnvsError(f"game parameter {item!r} must look like key=value")
+            raise DerbyEnvsError(f"game parameter {show(item)} must look like key=value")
         key, raw = item.split("=", 1)
+        where = f"--param {show(key, 40)}"
         try:
             out[key] = json.loads(raw)
         except json.JSONDecodeError:
             out[key] = raw
+        except RecursionError:
+            raise DerbyEnvsError(f"{where}: the value is nested too deeply") from None
+        except ValueError as exc:  # an integer past Python's digit limit
+            raise DerbyEnvsError(f"{where}: {str(exc).splitlines()[0]}") from None
+        check_nesting(out[key], where, error=DerbyEnvsError)
     return out
+
+
+def _seed(text: str) -> int:
+    """argparse type of ``--seed``: the suite's seed rule (derby_envs.core.game.check_seed)."""
+    from derby_envs.core.params import show
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {show(text)}")
+    return value
+
+
+def _bounded(kind: type, low: float, high: float) -> Any:
+    """argparse type: a finite ``kind`` in [low, high] (names the option in its message)."""
+
+    def parse(text: str) -> Any:
+        import math
+
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or not low <= value <= high:
+            what = "an integer" if kind is int else "a number"
+            shown = text if len(text) <= 40 else text[:36] + " ..."
+            raise argparse.ArgumentTypeError(
+                f"expected {what} in [{low:g}, {high:g}], got {shown!r}"
+            )
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from agents.registry import policy_names
+    from derby_envs.core.params import describe_params
+    from derby_envs.registry import GAMES, available_games, get_game_class
 
     for name in available_games():
         cls = get_game_class(name)
@@ -64,6 +112,7 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from derby_envs.registry import make_game
     from training.evaluation.tournament import run_tournament
 
     params = _parse_params(args.param)
@@ -168,6 +217,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def _add_human_commands(sub: Any) -> None:
     """The ``play``, ``watch`` and ``replay`` subcommands (docs/play.md)."""
+    from derby_envs.registry import available_games
+
     games = available_games()
 
     def common(p: argparse.ArgumentParser, seed_help: str) -> None:
@@ -175,7 +226,7 @@ def _add_human_commands(sub: Any) -> None:
         p.add_argument(
             "--players", type=int, default=None, help="number of players (default: the game's)"
         )
-        p.add_argument("--seed", type=int, default=None, help=seed_help)
+        p.add_argument("--seed", type=_seed, default=None, help=seed_help)
         p.add_argument(
             "--param", action="append", default=[], metavar="KEY=VALUE", help="game parameter"
         )
@@ -255,7 +306,12 @@ def _add_human_commands(sub: Any) -> None:
     )
     p.add_argument("file", help="replay file (JSON)")
     p.add_argument("--gif", default=None, metavar="FILE", help="write an animated GIF and exit")
-    p.add_argument("--fps", type=float, default=2.0, help="GIF frames per second (default 2)")
+    p.add_argument(
+        "--fps",
+        type=_bounded(float, 0.01, 50),
+        default=2.0,
+        help="GIF frames per second, 0.01-50 (default 2)",
+    )
     p.add_argument(
         "--view", type=int, default=None, metavar="SEAT", help="start in this seat's view"
     )
@@ -293,6 +349,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from derby_envs.registry import GAMES, available_games
+
     parser = argparse.ArgumentParser(
         prog="derby-envs", description="derby-envs: Derby tabletop games for reinforcement learning"
     )
@@ -322,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--deals", type=int, default=100, help="deal seeds (each played in every arrangement)"
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the deals (default 0)")
     p.add_argument(
         "--param", action="append", default=[], metavar="KEY=VALUE", help="game parameter"
     )
@@ -400,15 +458,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    command = "derby-envs"
     try:
-        return int(args.func(args) or 0)
-    except (DerbyEnvsError, ValueError, FileNotFoundError) as exc:
-        print(f"derby-envs {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        from derby_envs.core.errors import DerbyEnvsError
+        from training.files import Terminated
+
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        command = f"derby-envs {args.command}"
+        try:
+            return int(args.func(args) or 0)
+        except (DerbyEnvsError, ValueError, FileNotFoundError) as exc:
+            print(f"{command}: error: {exc}", file=sys.stderr)
+            return 2
+        except Terminated as exc:
+            print(f"\n{command}: terminated (SIGTERM); nothing half-written left", file=sys.stderr)
+            return int(exc.code)
     except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
+        print(f"\n{command}: interrupted", file=sys.stderr)
         return 130
 
 

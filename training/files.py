@@ -1,12 +1,23 @@
 """Atomic file writes (a crash leaves either the old file or the new one, never a torn one)
-and the run-directory lock (one writer per run directory)."""
+and the run-directory lock (one writer per run directory).
+
+:func:`write_atomic` is the suite's one temp-file writer: a unique temporary name in the target's
+directory (``mkstemp``: concurrent writers of one path never share a temp file, and the path
+ends as one writer's complete file), renamed over the target, and removed on every other exit
+path: an exception, Ctrl-C (KeyboardInterrupt) and SIGTERM (turned into :class:`Terminated`
+while a write is under way, unless the program handles SIGTERM itself). Reading goes through
+:mod:`derby_envs.core.datafile` (bounded, regular files only).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,25 +29,58 @@ except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
 
 
+class Terminated(SystemExit):
+    """SIGTERM arrived while a file was being written (the temporary file is gone; the target
+    is as it was). A ``SystemExit`` with status 143, so an uncaught one ends the program as the
+    signal would have, without a traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(128 + signal.SIGTERM)
+
+
+@contextmanager
+def terminate_raises() -> Iterator[None]:
+    """While inside: SIGTERM raises :class:`Terminated` (so ``finally`` and ``except`` clauses
+    clean up), if this is the main thread and SIGTERM has its default action (a program with
+    its own handler, such as the trainer's checkpoint-on-kill, keeps it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def write_atomic(path: str | Path, write: Callable[[IO[Any]], None], binary: bool = False) -> Path:
-    """Call ``write`` on a synced temporary file in the same directory as ``path``, then rename
-    it to ``path`` (the parent directory is created if needed; on any error the temporary file
-    is removed and ``path`` is left as it was)."""
+    """Call ``write`` on a synced temporary file (a unique name) in the same directory as
+    ``path``, then rename it to ``path`` (the parent directory is created if needed). On any
+    error, Ctrl-C or SIGTERM the temporary file is removed and ``path`` is left as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb" if binary else "w") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a normal file is wanted
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with terminate_raises():
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb" if binary else "w") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a normal file is wanted
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return path
 
 

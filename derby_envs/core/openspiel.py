@@ -25,10 +25,20 @@ Parameters whose engine default depends on others (Kentucky Derby's ``num_races`
 
 **How the engine maps onto OpenSpiel.**
 
-* Chance is ``SAMPLED_STOCHASTIC``: there are no chance nodes; the engine's own seeded generator
-  draws every chance outcome inside ``apply_action`` (OpenSpiel's convention for games whose
-  chance is sampled internally). Its state travels with the state: ``clone()`` continues
-  identically, and ``serialize()`` / ``game.deserialize_state`` restore it.
+* Chance: there are no chance nodes. The engine's own seeded generator draws every chance
+  outcome inside ``apply_action``, and that generator is part of the state: ``clone()``
+  continues identically, ``serialize()`` / ``game.deserialize_state`` and
+  ``pyspiel.serialize_game_and_state`` / ``deserialize_game_and_state`` restore it (the
+  engine's ``to_dict``, RNG included). So, seen from OpenSpiel, a state's successor is a
+  function of the state and the action, and the game type says ``DETERMINISTIC``: pyspiel
+  gives a Python game no way to provide the game-level RNG state that ``SAMPLED_STOCHASTIC``
+  requires when serialising (``GetRNGState unimplemented``). What differs from a truly
+  deterministic game: two ``new_initial_state()`` calls deal different positions (the k-th
+  deal is seeded ``[rng_seed, k]``; a deserialised game counts its deals from 0 again), and a
+  state is not its action history (replaying ``history()`` from a new initial state does not
+  recreate it: use ``serialize``). Algorithms that enumerate chance outcomes or the game tree
+  do not apply to these games; sampling ones (ISMCTS, MCTS with resampling, RL) do.
+  Deserialising runs pickle (OpenSpiel's format for Python games): only strings you made.
 * Dynamics are ``SEQUENTIAL`` with imperfect information, also in the engines' simultaneous
   phases (Demolition Derby's deploys and ability choices, Kentucky Derby's sealed bets). The
   engines already sequentialise them: the movers choose one after the other (lowest seat
@@ -96,7 +106,7 @@ def _game_type(game_name: str, zero_sum: bool, terminal: bool) -> pyspiel.GameTy
         short_name=openspiel_name(game_name),
         long_name=f"derby-envs {cls.display_name}",
         dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
-        chance_mode=pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC,
+        chance_mode=pyspiel.GameType.ChanceMode.DETERMINISTIC,
         information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
         utility=(
             pyspiel.GameType.Utility.ZERO_SUM if zero_sum else pyspiel.GameType.Utility.GENERAL_SUM
@@ -118,35 +128,26 @@ def _game_type(game_name: str, zero_sum: bool, terminal: bool) -> pyspiel.GameTy
 
 
 def max_game_length(game: Game) -> int:
-    """An upper bound on the number of actions in one game of ``game``."""
+    """An upper bound on the number of actions in one game of ``game`` (the engine's own
+    ``Game.max_game_length()``: OpenSpiel's ``GameInfo`` needs one)."""
     bound = game.max_game_length()
-    if bound is not None:
-        return int(bound)
-    n = game.num_players
-    p = game.params
-    if game.name == "kentucky_derby":
-        return p["num_races"] * n
-    if game.name == "derby":
-        return 3 * game.total_turns  # two cards and one exchange a turn at most
-    if game.name == "demolition_derby":
-        # deploy picks plus ability choices (a generous 16 per player and turn)
-        return p["max_derbies"] * game.turns_per_derby * n * (game.picks_per_turn + 16)
-    raise InvalidParameterError(f"no OpenSpiel game length bound for {game.name!r}")
+    if bound is None:
+        raise InvalidParameterError(
+            f"{game.name}: its engine states no max_game_length() (OpenSpiel needs a bound on "
+            "the number of actions in a game)"
+        )
+    return int(bound)
 
 
 def _utility_range(engine: Game, mode: str) -> tuple[float, float]:
-    known = engine.utility_range(mode)  # the engine's own statement first ("win": all games)
-    if known is not None:
-        return float(known[0]), float(known[1])
-    if engine.name == "kentucky_derby":  # chips won or lost
-        bank = engine.params["bankroll"]
-        return -float(bank), float(engine.total_chips - bank)
-    if engine.name == "demolition_derby":  # Derbies won
-        return 0.0, float(engine.params["max_derbies"])
-    if engine.name == "derby":  # ticket scores / margins are bounded by the ticket profits
-        bound = float(sum(engine.profit) * 9)
-        return -bound, bound
-    raise InvalidParameterError(f"no utility range for {engine.name!r} mode {mode!r}")
+    """(lowest, highest) return under ``mode``: the engine's ``Game.utility_range(mode)``."""
+    known = engine.utility_range(mode)
+    if known is None:
+        raise InvalidParameterError(
+            f"{engine.name}: its engine states no utility_range({mode!r}) (OpenSpiel needs the "
+            "bounds of the returns)"
+        )
+    return float(known[0]), float(known[1])
 
 
 class _Engine:

@@ -49,8 +49,8 @@ class Param:
         if self.choices is not None:
             text = "one of " + ", ".join(repr(c) for c in self.choices)
         elif self.kind in (int, float) and (self.low is not None or self.high is not None):
-            lo = "-inf" if self.low is None else f"{self.low:g}"
-            hi = "inf" if self.high is None else f"{self.high:g}"
+            lo = "-inf" if self.low is None else _bound(self.low, self.kind)
+            hi = "inf" if self.high is None else _bound(self.high, self.kind)
             text = f"{'an integer' if self.kind is int else 'a number'} in [{lo}, {hi}]"
         elif self.kind is float:
             text = "a finite number"
@@ -105,6 +105,11 @@ class Param:
                 f"parameter {self.name!r}: got {show(value)}, expected {self.allowed()}"
             )
         return value
+
+
+def _bound(value: float, kind: type) -> str:
+    """A bound as a message shows it: an integer parameter's in full (1048576, not 1.04858e+06)."""
+    return str(int(value)) if kind is int and float(value).is_integer() else f"{value:g}"
 
 
 def show(value: Any, limit: int = 80) -> str:

@@ -45,9 +45,12 @@ from typing import Any
 
 import numpy as np
 
+from derby_envs.core.datafile import read_json
 from derby_envs.core.errors import DerbyEnvsError, InvalidParameterError
 from derby_envs.core.game import Game, State
-from training.files import write_json_atomic
+from derby_envs.core.params import Param
+from derby_envs.core.params import show as show_value
+from training.files import write_atomic, write_json_atomic
 
 REPLAY_FORMAT = "derby-envs-replay"
 REPLAY_VERSION = 1
@@ -220,6 +223,14 @@ def parse_replay(data: Any, source: str = "replay") -> dict[str, Any]:
             f"{source}: field {key!r} missing or not a {kind.__name__}",
         )
     _require(_is_int(data.get("seed")), f"{source}: field 'seed' missing or not an integer")
+    _require(
+        data.get("seed", -1) >= 0,
+        f"{source}: field 'seed' is {show_value(data['seed'])}, expected >= 0",
+    )
+    _require(
+        isinstance(data.get("complete", False), bool),
+        f"{source}: field 'complete' must be true or false, not {show_value(data.get('complete'))}",
+    )
     agents = data.get("agents", [])
     _require(
         isinstance(agents, list) and all(isinstance(a, str) for a in agents),
@@ -311,7 +322,7 @@ def verify_replay(data: dict[str, Any], source: str = "replay") -> Replay:
         _compare_snapshot(rec, state, where)
         states.append(state.clone())
         steps.append({"player": p, "action": a, "name": name})
-    complete = bool(data.get("complete", False))
+    complete = data.get("complete", False)
     if complete != state.is_terminal():
         raise _mismatch(
             "the end",
@@ -338,16 +349,9 @@ def verify_replay(data: dict[str, Any], source: str = "replay") -> Replay:
 def load_replay(path: str | Path) -> Replay:
     """Read and verify a replay file."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ReplayFormatError(f"no such replay file: {str(p)!r}")
-    try:
-        data = json.loads(p.read_text())
-    except UnicodeDecodeError as exc:
-        raise ReplayFormatError(f"{p}: not a replay (not text: {exc.reason})") from exc
-    except json.JSONDecodeError as exc:
-        raise ReplayFormatError(
-            f"{p}: not a replay (invalid JSON at line {exc.lineno}: {exc.msg})"
-        ) from exc
+    data = read_json(p, what="replay file", error=ReplayFormatError)
     return verify_replay(data, str(p))
 
 
@@ -393,22 +397,25 @@ def replay_frames(replay: Replay, captions: bool = True) -> list[Any]:
     return images
 
 
+#: GIF frame rates: a GIF frame lasts 0.02 s to 655 s (its delay is 16 bits of 10 ms)
+FPS = Param("fps", 2.0, float, "GIF frames per second", low=0.01, high=50.0)
+
+
 def make_gif(
     replay: Replay, path: str | Path, fps: float = 2.0, hold_last: float = 3.0
 ) -> tuple[Path, int]:
-    """An animated GIF of the replay (one frame per position); returns (path, frame count)."""
-    if not fps > 0:
-        raise InvalidParameterError(f"parameter 'fps': got {fps!r}, expected a number > 0")
+    """An animated GIF of the replay (one frame per position); returns (path, frame count).
+    Written by :func:`training.files.write_atomic`: concurrent writers of one path each leave a
+    complete file, and an interrupted or terminated one leaves no temporary file."""
+    fps = FPS.validate(fps)
     images = replay_frames(replay)
     step_ms = max(round(1000 / fps), 20)
     durations = [step_ms] * len(images)
     durations[-1] = max(step_ms, int(hold_last * 1000))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
+
+    def save(f: Any) -> None:
         images[0].save(
-            tmp,
+            f,
             format="GIF",
             save_all=True,
             append_images=images[1:],
@@ -417,10 +424,8 @@ def make_gif(
             optimize=False,
             disposal=1,
         )
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path, len(images)
+
+    return write_atomic(path, save, binary=True), len(images)
 
 
 # ----- stepping through a replay in the terminal --------------------------------------------
@@ -530,8 +535,14 @@ def run_replay(
 
     if gif is not None:
         check_output_path(gif, force, what="GIF")
+        FPS.validate(fps)  # before the replay is verified: a bad --fps fails at once
     replay = load_replay(path)
     n = len(replay)
+    if not isinstance(start, int) or isinstance(start, bool) or not 0 <= start <= n:
+        raise InvalidParameterError(
+            f"--step: got {show_value(start)}, expected a step from 0 (the start) to "
+            f"{n} (this replay has {n} moves)"
+        )
     players = replay.game.num_players
     if view is not None and not 0 <= view < players:
         raise InvalidParameterError(

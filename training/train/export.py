@@ -4,10 +4,10 @@ the run's config and saved with a JSON sidecar (how ``agents/pretrained/`` is ma
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
+from derby_envs.core.datafile import read_json
 from training.files import write_json_atomic
 from training.train.checkpoints import (
     build_fresh_model,
@@ -56,7 +56,13 @@ def export_policy(
     finally:
         vec_env.close()
     summary_path = run_dir / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    summary = (
+        read_json(summary_path, what="run summary", error=ConfigError)
+        if summary_path.exists()
+        else {}
+    )
+    if not isinstance(summary, dict):
+        raise ConfigError(f"run summary {str(summary_path)!r} is not a JSON object")
     meta = dict(getattr(model, "derby_meta", None) or {})
     config = summary.get("config") or run_config.to_dict()
     if checkpoint is not None:

@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from derby_envs.core.datafile import read_json
 from derby_envs.core.game import Game
+from derby_envs.core.params import show
 from training.files import write_json_atomic  # noqa: F401 - the pool file's writer
 
 POOL_FORMAT = 1
@@ -255,9 +257,9 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def read_pool_file(path: str | Path) -> dict[str, Any]:
+def read_pool_file(path: str | Path, game: Game | None = None) -> dict[str, Any]:
     """Read and check ``pool.json`` (types included; snapshot paths stay inside its
-    directory).
+    directory; with ``game``, its recorded game and parameters must be that game's).
 
     Raises:
         ConfigError: missing, not JSON, another format, or a key of the wrong type, naming the
@@ -267,14 +269,9 @@ def read_pool_file(path: str | Path) -> dict[str, Any]:
 
     path = Path(path)
     where = f"cannot resume: {str(path)!r}"
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(
-            f"cannot resume: the opponent pool file {str(path)!r} is missing"
-        ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where} is not valid JSON ({exc})") from None
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"cannot resume: the opponent pool file {str(path)!r} is missing")
+    data = read_json(path, what="cannot resume: the opponent pool file", error=ConfigError)
     if not isinstance(data, dict) or data.get("format") != POOL_FORMAT:
         raise ConfigError(f"{where} is not a pool file of format {POOL_FORMAT}")
     for key in ("snapshots", "next_snapshot_at", "step"):
@@ -299,4 +296,18 @@ def read_pool_file(path: str | Path) -> dict[str, Any]:
         if s["path"] in seen:
             raise ConfigError(f"{where}: snapshot {s['path']!r} is listed twice")
         seen.add(s["path"])
+    if game is not None:
+        if data.get("game") != game.name:
+            raise ConfigError(
+                f"{where} records the game {show(data.get('game'))}, but this run trains "
+                f"{game.name!r}: the file was edited or belongs to another run"
+            )
+        recorded = data.get("params")
+        if not isinstance(recorded, dict) or json.dumps(recorded, sort_keys=True) != json.dumps(
+            game.params, sort_keys=True
+        ):
+            raise ConfigError(
+                f"{where} records the game parameters {show(recorded, 200)}, but this run's "
+                f"are {game.params!r}: the file was edited or belongs to another run"
+            )
     return data

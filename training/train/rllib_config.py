@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
+from derby_envs.core.datafile import read_yaml as _read_yaml
 from training.train.config import (
+    CONFIG_MAX_BYTES,
     MAX_SEED,
     CheckpointConfig,
     ConfigError,
@@ -144,12 +144,9 @@ def is_rllib_config(raw: Any) -> bool:
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A config file's top-level mapping (errors name the file)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"no such config file: {str(path)!r}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    raw = _read_yaml(path, what="config file", max_bytes=CONFIG_MAX_BYTES, error=ConfigError)
     if raw is None:
         raise ConfigError(f"{path}: the config file is empty; give at least 'backend' and 'game'")
     if not isinstance(raw, dict):

@@ -29,7 +29,6 @@ checkpoints are pickles: resume only run directories you trust (exports never ar
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -43,8 +42,9 @@ from typing import Any, TextIO
 import numpy as np
 import yaml
 
+from derby_envs.core.datafile import read_json, read_yaml
 from training.files import RunDirLock, write_json_atomic, write_text_atomic
-from training.train.config import ConfigError, flatten_config, train_source
+from training.train.config import CONFIG_MAX_BYTES, ConfigError, flatten_config, train_source
 from training.train.envs import build_pool  # shared with the MaskablePPO trainer
 from training.train.rllib_config import (
     FROZEN_ON_RESUME,
@@ -257,11 +257,18 @@ def export_checkpoint(
     return export_module(module, cfg, Path(dest), steps)
 
 
+def _is_count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
 def load_run_config(run_dir: Path) -> RLlibTrainConfig:
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise ConfigError(f"{str(path)!r} is missing (not an RLlib training run directory?)")
-    return rllib_config_from_dict(yaml.safe_load(path.read_text()))
+    raw = read_yaml(path, what="run config", max_bytes=CONFIG_MAX_BYTES, error=ConfigError)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"run config {str(path)!r} is not a training config (empty?)")
+    return rllib_config_from_dict(raw)
 
 
 def add_snapshot_to_runner(runner: Any, rel: str, steps: int) -> int:
@@ -326,7 +333,20 @@ class RLlibTrainer:
             for p in (run / "checkpoints").iterdir():  # a torn write of a killed process
                 if p.name.startswith(".tmp_"):
                     shutil.rmtree(p, ignore_errors=True)
-            pool = json.loads((run / "pool.json").read_text())
+            pool = read_json(
+                run / "pool.json", what="cannot resume: the pool file", error=ConfigError
+            )
+            if (
+                not isinstance(pool, dict)
+                or not isinstance(pool.get("snapshots"), list)
+                or not all(
+                    isinstance(s, dict) and _is_count(s.get("step")) for s in pool["snapshots"]
+                )
+            ):
+                raise ConfigError(
+                    f"cannot resume: {str(run / 'pool.json')!r} is not a pool file (it needs "
+                    "'snapshots': a list of {'path': ..., 'step': integer >= 0})"
+                )
             _, step, path = found[-1]
             # The pool as of the checkpoint: snapshots taken after it (before a crash) are
             # not part of the resumed run (their files stay; they are taken again).

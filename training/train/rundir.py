@@ -19,9 +19,16 @@ from typing import Any
 
 import yaml
 
+from derby_envs.core.datafile import read_yaml
 from training.files import LOCK_NAME, RunDirLock, is_temp_name, write_json_atomic, write_text_atomic
 from training.train.checkpoints import CHECKPOINT_RE, checkpoints, verify_checkpoint
-from training.train.config import ConfigError, TrainConfig, config_from_dict, flatten_config
+from training.train.config import (
+    CONFIG_MAX_BYTES,
+    ConfigError,
+    TrainConfig,
+    config_from_dict,
+    flatten_config,
+)
 from training.train.pool import pool_state, read_pool_file, snapshot_path
 
 # Keys that fix the shape or meaning of the network: a resumed run must keep them.
@@ -72,10 +79,9 @@ def load_run_config(run_dir: Path) -> TrainConfig:
         raise ConfigError(
             f"cannot resume: {str(path)!r} is missing (not a training run directory?)"
         )
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot resume: {str(path)!r} is not valid YAML ({exc})") from None
+    raw = read_yaml(
+        path, what="cannot resume: the run config", max_bytes=CONFIG_MAX_BYTES, error=ConfigError
+    )
     if not isinstance(raw, dict):
         raise ConfigError(f"cannot resume: {str(path)!r} is not a training config (empty?)")
     try:
@@ -118,7 +124,7 @@ class RunDir:
         self.lock.acquire()  # a second --resume of a live run stops here
         remove_temp_files(run, self.warn)
         check_resume_compatible(load_run_config(run), self.config)
-        data = read_pool_file(run / "pool.json")
+        data = read_pool_file(run / "pool.json", self.game)
         step, path = self.newest_intact_checkpoint()
         snapshots = self.reconcile_snapshots(data["snapshots"], step)
         state = pool_state(self.config, self.game, step, snapshots)

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from derby_envs.core.datafile import read_yaml
 from derby_envs.registry import available_games, game_info
 
 SMOKE_DIR = Path(__file__).resolve().parents[2] / "configs" / "smoke"
@@ -75,7 +76,7 @@ def load_smoke(game: str, folder: Path = SMOKE_DIR) -> dict[str, Any]:
     """The shipped smoke config of ``game`` if it has a file, else the one its record makes."""
     path = folder / f"{game}.yaml"
     if path.is_file():
-        return yaml.safe_load(path.read_text())
+        return read_yaml(path, what="smoke config")
     return smoke_config(game)
 
 
