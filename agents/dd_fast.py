@@ -29,8 +29,10 @@ import numpy as np
 
 from derby_envs.core import pcg64
 from derby_envs.core.seats import seat_orders
+from derby_envs.games.demolition_derby.batch_views import legal_mask_one
 from derby_envs.games.demolition_derby.kernels import (
     CF_OWNER,
+    CHOOSE,
     DEPLOY,
     E_DISCARD,
     E_FACE_DOWN,
@@ -59,7 +61,9 @@ from derby_envs.games.demolition_derby.kernels import (
     TK_CARD,
     TK_DESIGN,
     TK_KIND,
+    TK_MADE,
     TK_NOPTS,
+    TK_PLAYER,
     W_CLIP,
     W_COUNTS,
     W_KEYS,
@@ -575,3 +579,94 @@ def playouts(tb, base, st, ws, legal, nacts, rd, row, sd, out, me, samples, rede
                 deal_derby(st, drow, dealing, dscratch[:m], dscratch[m : 2 * m],
                            dscratch[2 * m :])  # fmt: skip
             out[i] += _simulate(tb, st, ws, me, row, sd)
+
+
+# ----- the batched dd_tactical ----------------------------------------------------------------
+
+
+@_njit
+def _copy_game(dst, src):
+    """Copy one game's state tuple (the batch's row) into the playouts' packed one."""
+    _copy_into(dst[0], src[0])
+    _copy_into(dst[1], src[1])
+    _copy_into(dst[2], src[2])
+    _copy_into(dst[3], src[3])
+    _copy_into(dst[4], src[4])
+    _copy_into(dst[5], src[5])
+    _copy_into(dst[9], src[9])
+    nt = src[9][S_NTASKS]
+    if nt:
+        _copy_into(dst[6][:nt], src[6][:nt])
+        _copy_into(dst[7][:nt], src[7][:nt])
+        _copy_into(dst[8][:nt], src[8][:nt])
+        _copy_into(dst[11][:nt], src[11][:nt])
+
+
+@_njit
+def _others_chose(tk, ntasks, p):
+    """``DDTactical._others_chose``: another player made an ability choice at this level."""
+    for t in range(ntasks):
+        if tk[t, TK_PLAYER] != p and tk[t, TK_MADE]:
+            return True
+    return False
+
+
+@_njit
+def tactical_batch(tb, base, sim, ws, rd, legal, vals, mask, dealing, dscratch, drow, games,
+                   unused, players, rngs, sd, samples, mekk, out, status):  # fmt: skip
+    """``DDTactical.act_state`` for every game of a batch with ``players[i] >= 0`` (the
+    batch's state ``games``, its unused cards, the games' own pcg64 rows ``rngs``), the
+    compiled playouts of :func:`playouts` run here for all of them. A game the kernels do not
+    re-deal (Mekk Mania, other players' ability choices to re-draw) gets ``status[i] = 1``
+    (the caller decides it in Python), the others ``out[i]``."""
+    cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog = games
+    n = hand.shape[1]
+    for i in range(players.shape[0]):
+        p = players[i]
+        status[i] = 0
+        if p < 0:
+            continue
+        game = (cf[i], hand[i], lin[i], pick[i], lst[i], tp[i], tk[i], topt[i], teff[i], sc[i],
+                ev[i], tlog[i])  # fmt: skip
+        legal_mask_one(tb, game, p, mask)
+        k = 0
+        for a in range(mask.size):
+            if mask[a]:
+                legal[k] = a
+                k += 1
+        if k == 1:
+            out[i] = legal[0]
+            continue
+        if mekk or (sc[i, S_PHASE] == CHOOSE and _others_chose(tk[i], sc[i, S_NTASKS], p)):
+            status[i] = 1
+            continue
+        _copy_game(base, game)
+        # pack_redeal: the cards p cannot place (unknown_cards' order), the seats holding them
+        nu = 0
+        for j in range(unused[i, -1]):
+            rd[0, nu] = unused[i, j]
+            nu += 1
+        ns = 0
+        for r in range(sc[i, S_TURN] + 1, n):
+            q = (p + r) % n
+            for j in range(hand[i, q, -1]):
+                rd[0, nu] = hand[i, q, j]
+                nu += 1
+            rd[2, ns] = q
+            ns += 1
+        rd[0, -1], rd[2, -1] = nu, ns
+        vals[:k] = 0.0
+        playouts(tb, base, sim, ws, legal, k, rd, rngs[i], sd, vals, p, samples, True, dealing,
+                 dscratch, drow)  # fmt: skip
+        top = vals[0]
+        for j in range(1, k):
+            top = max(top, vals[j])
+        best, ties = ws[0][W_TIES], 0  # the best indices (free after the playouts)
+        for j in range(k):
+            if vals[j] == top:
+                best[ties] = j
+                ties += 1
+        if ties == 1:
+            out[i] = legal[best[0]]
+        else:  # rng.integers(1) draws nothing: only real ties draw
+            out[i] = legal[best[pcg64.integers(rngs[i], ties)]]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import warnings
 from operator import add
+from typing import Any
 
 import numpy as np
 
@@ -107,6 +108,37 @@ class DDGreedy:
             scores = scores + rng.normal(0, self.noise, scores.size)
         best = np.flatnonzero(scores == scores.max())
         return int(legal[best[rng.integers(best.size)]])
+
+    def act_batch(
+        self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
+    ) -> None:
+        """``act`` for every game of a batch (``core.batch`` protocol) on the observations and
+        masks the engine writes (compiled on the compiled batch); the draws from each game's
+        own pcg64 row (``integers``) or, with noise, a generator loaded from it."""
+        B = len(players)
+        if getattr(self, "_batch_buffers", (None,))[0] != B:
+            self._batch_buffers = (
+                B,
+                np.zeros((B, self.game.observation_size), np.float32),
+                np.zeros((B, self.game.num_actions), np.int8),
+                np.random.Generator(np.random.PCG64(0)),
+            )
+        _, obs, masks, g = self._batch_buffers
+        engine.observe(players, obs)
+        engine.legal_masks(players, masks)
+        for i in np.flatnonzero(players >= 0):
+            legal = np.flatnonzero(masks[i])
+            if legal.size == 1:
+                out[i] = legal[0]
+                continue
+            if self.noise:  # normals: numpy's own draws, from the row's state
+                pcg64.load_generator(g, rngs[i])
+                out[i] = self.act(obs[i], masks[i], g)
+                pcg64.row_from_generator(g, rngs[i])
+                continue
+            scores = self.scores(obs[i], legal)
+            best = np.flatnonzero(scores == scores.max())
+            out[i] = legal[best[pcg64.integers(rngs[i], best.size) if best.size > 1 else 0]]
 
     def scores(self, obs: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """A score per legal action (higher is better)."""
@@ -211,6 +243,37 @@ class DDTactical:
         self._tables = None
         if self.fast:
             self._tables = dd_fast.Tables(game, self._value, self._strength, self.quick.gives_self)
+
+    def act_batch(
+        self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
+    ) -> None:
+        """``act_state`` for every game of a batch (``core.batch`` protocol): on the compiled
+        batch, the playouts of all its games in one kernel call (:func:`dd_fast.tactical_batch`),
+        drawing from each game's own pcg64 row; the games it leaves (Mekk Mania, ability
+        choices to re-draw) and other engines: ``act_state`` on ``engine.to_state(i)``."""
+        from derby_envs.core.batch import act_each
+        from derby_envs.games.demolition_derby.batch import DemolitionDerbyBatch
+
+        if self._tables is None or not isinstance(engine, DemolitionDerbyBatch):
+            act_each(self, engine, players, rngs, out)
+            return
+        T = self._tables
+        B = len(players)
+        if getattr(self, "_batch_buffers", (None,))[0] != B:
+            A = self.game.num_actions
+            self._batch_buffers = (B, np.zeros(B, np.int64), np.zeros(A), np.zeros(A, np.int8))
+        _, status, vals, mask = self._batch_buffers
+        dd_fast.tactical_batch(
+            T.tb, T.base, T.sim, T.ws, T.redeal, T.acts, vals, mask, T.dealing, T.dscratch,
+            T.drow, engine.state, engine.unused, players, rngs, self.quick.noise, self.samples,
+            self._mekk, out, status,
+        )  # fmt: skip
+        T.seen[:] = [None, None, None]  # the packed position is no longer what pack last wrote
+        rest = np.flatnonzero(status)
+        if rest.size:
+            sub = np.full(B, -1, np.int64)
+            sub[rest] = players[rest]
+            act_each(self, engine, sub, rngs, out)
 
     def act(
         self, observation: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator

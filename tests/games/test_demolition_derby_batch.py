@@ -162,13 +162,15 @@ def test_load_state_round_trip():
     assert seen_choice
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("name", sorted(POLICIES))
-@pytest.mark.parametrize("n", [2, 4, 6])
-def test_heuristics_over_the_batch(name, n):
-    """Each heuristic's batched decision (``core.batch.act_batch``: its own ``act_batch`` or
-    ``choose`` on ``to_state``) is ``choose`` on the reference state, generators included."""
-    game = DemolitionDerbyGame(num_players=n)
-    B = 6
+@pytest.mark.parametrize("n", PLAYER_COUNTS)
+def test_heuristics_over_the_batch(name, n, variant):
+    """Each heuristic's ``act_batch`` is ``choose`` on the reference state, move after move
+    of several games, generators included (dd_tactical: the compiled playouts of all games
+    in one call; Mekk Mania and re-drawn choices decided on ``to_state``)."""
+    game = DemolitionDerbyGame(num_players=n, variant=variant)
+    B = 8
     policy = POLICIES[name](game)
     eng = batch_engine(game, B)
     eng.reset(np.arange(B, dtype=np.uint64), np.ones(B, np.bool_))
@@ -176,15 +178,20 @@ def test_heuristics_over_the_batch(name, n):
     rngs = np.stack([pcg64.row_from_generator(np.random.default_rng(100 + i)) for i in range(B)])
     gens = [np.random.default_rng(100 + i) for i in range(B)]
     players, out = np.full(B, -1, np.int64), np.zeros(B, np.int64)
-    for _ in range(60):
+    kernel_rows = 0
+    for _ in range(150):
         for i, ref in enumerate(refs):
             players[i] = ref.current_players()[0] if not ref.is_terminal() else -1
         if (players < 0).all():
             break
         act_batch(policy, eng, players, rngs, out)
+        if name == "dd_tactical":  # rows the kernel decided (not handed to to_state)
+            kernel_rows += int(((policy._batch_buffers[1] == 0) & (players >= 0)).sum())
         for i in np.flatnonzero(players >= 0):
             want = choose(policy, refs[i], int(players[i]), gens[i])
             assert out[i] == want, (name, n, i)
             assert np.array_equal(rngs[i], pcg64.row_from_generator(gens[i])), (name, n, i)
             refs[i].apply_action(int(players[i]), int(want))
         eng.apply(players, out)
+    if name == "dd_tactical" and variant == "standard":
+        assert kernel_rows > 0
