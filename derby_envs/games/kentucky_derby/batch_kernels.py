@@ -126,23 +126,25 @@ def deal_pack(row, deck):
 
 
 # ----- setup of a race ------------------------------------------------------------------------
-@njit
+@njit(inline="always")  # a call would pass (and count references to) every array
 def _find_bettors(st, ru, i):
     """``to_move[i]`` from the bets: ``KentuckyDerbyState.current_players`` (the active
     players without a bet, from the dealer's left; sequential betting: the first of them).
     Returns how many are still to bet."""
     n = ru.num_players
+    active, bet_horse, to_move = st.active[i], st.bet_horse[i], st.to_move[i]
     left = 0
+    first = st.dealer[i] + 1
     for k in range(n):
-        p = (st.dealer[i] + 1 + k) % n
-        due = st.active[i, p] and st.bet_horse[i, p] < 0
-        st.to_move[i, p] = due and (ru.sealed or left == 0)
+        p = (first + k) % n
+        due = active[p] and bet_horse[p] < 0
+        to_move[p] = due and (ru.sealed or left == 0)
         if due:
             left += 1
     return left
 
 
-@njit
+@njit(inline="always")  # a call would pass (and count references to) every array
 def _end_session(st, ru, i):
     """``KentuckyDerbyState._end_session``: the last race's bets stay in the state."""
     st.over[i] = True
@@ -151,7 +153,7 @@ def _end_session(st, ru, i):
         st.to_move[i, p] = False
 
 
-@njit
+@njit(inline="always")  # a call would pass (and count references to) every array
 def start_race(st, ru, i, rng):
     """``KentuckyDerbyState._start_race``: the ante, the dealer, the betting order and a
     shuffled pack (one ``permutation(48)`` from ``rng``), or the end of the session."""
@@ -159,26 +161,28 @@ def start_race(st, ru, i, rng):
     if st.race[i] >= ru.num_races:
         _end_session(st, ru, i)
         return
+    active, chips = st.active[i], st.chips[i]
+    bet_horse, bet_stake = st.bet_horse[i], st.bet_stake[i]
     playing = 0
     for p in range(n):  # a player who cannot pay the ante sits out the rest of the session
-        st.active[i, p] = st.active[i, p] and st.chips[i, p] >= ru.ante
-        if st.active[i, p]:
+        active[p] = active[p] and chips[p] >= ru.ante
+        if active[p]:
             playing += 1
     if playing < 2:  # no race with fewer than two bettors
         _end_session(st, ru, i)
         return
     st.dealer[i] = st.race[i] % n
     for p in range(n):
-        if st.active[i, p]:
-            st.chips[i, p] -= ru.ante
-        st.bet_horse[i, p] = NO_HORSE
-        st.bet_stake[i, p] = 0
+        if active[p]:
+            chips[p] -= ru.ante
+        bet_horse[p] = NO_HORSE
+        bet_stake[p] = 0
     st.pool[i] += ru.ante * playing
     deal_pack(rng, st.deck[i])
     _find_bettors(st, ru, i)
 
 
-@njit
+@njit(inline="always")  # a call would pass (and count references to) every array
 def reset_game(st, ru, i, rng, seed):
     """``KentuckyDerbyGame.new_initial_state(seed)``: ``KentuckyDerbyState.__init__`` and the
     first ``_start_race``."""
@@ -189,11 +193,17 @@ def reset_game(st, ru, i, rng, seed):
     st.terminal[i] = False
     st.pool[i] = 0
     st.pot_carry[i] = 0
+    chips, active, bet_horse, bet_stake = (
+        st.chips[i],
+        st.active[i],
+        st.bet_horse[i],
+        st.bet_stake[i],
+    )
     for p in range(ru.num_players):
-        st.chips[i, p] = ru.bankroll
-        st.active[i, p] = True
-        st.bet_horse[i, p] = NO_HORSE
-        st.bet_stake[i, p] = 0
+        chips[p] = ru.bankroll
+        active[p] = True
+        bet_horse[p] = NO_HORSE
+        bet_stake[p] = 0
     st.last_first[i] = NO_HORSE
     st.last_second[i] = NO_HORSE
     st.has_last[i] = False
@@ -219,137 +229,144 @@ def reset_games_parallel(st, ru, rngs, seeds, which):
 
 # ----- the race ---------------------------------------------------------------------------------
 @njit
-def _deal(moves, stock, rng, group, pos, piles, pile_len, top, reshuffles):
-    """``deal`` of ``KentuckyDerbyState._run_race``: one card to each horse of ``group`` (a
-    4-bit set), in suit order, reshuffling the stock when it runs out. Returns the new
-    ``(top, reshuffles)``; past ``MAX_RESHUFFLES`` it stops."""
-    for h in range(NUM_HORSES):
-        if group >> h & 1:
-            if top == STOCK:  # reshuffle the dealt cards into a new stock
-                shuffle_cards(rng, stock, STOCK)
-                top = 0
-                reshuffles += 1
-                if reshuffles > MAX_RESHUFFLES:
-                    return top, reshuffles
-            card = stock[top]
-            top += 1
-            if piles.shape[1]:  # recording (batch.last_race); the hot path passes no room
-                if pile_len[h] < piles.shape[1]:
-                    piles[h, pile_len[h]] = card
-                pile_len[h] += 1
-            pos[h] += moves[h, card]
-    return top, reshuffles
-
-
-@njit
-def _decide(moves, stock, rng, group, pos, piles, pile_len, top, reshuffles):
-    """``decide`` of ``KentuckyDerbyState._run_race``: the horse of ``group`` furthest past
-    the post; tied leaders get further cards until one is ahead. Returns ``(horse, top,
-    reshuffles)``, horse ``STUCK`` past ``MAX_RESHUFFLES``."""
-    while True:
-        best = COURSE
-        tied = 0
-        count = 0
-        for h in range(NUM_HORSES):
-            if group >> h & 1:
-                if pos[h] > best:
-                    best = pos[h]
-                    tied = 1 << h
-                    count = 1
-                elif pos[h] == best and best > COURSE:
-                    tied |= 1 << h
-                    count += 1
-        if count == 1:
-            for h in range(NUM_HORSES):
-                if tied >> h & 1:
-                    return h, top, reshuffles
-        if tied:
-            group = tied  # tie-break cards: only the tied horses run on
-        top, reshuffles = _deal(moves, stock, rng, group, pos, piles, pile_len, top, reshuffles)
-        if reshuffles > MAX_RESHUFFLES:
-            return STUCK, top, reshuffles
-
-
-@njit
-def run_race(moves, stock, rng, second_place, pos, piles, pile_len):
-    """The dealing of ``KentuckyDerbyState._run_race``: cards from ``stock`` (this race's pack
-    after the course cards; reshuffled in place when it runs out) to the Aces until the places
-    are decided. Writes the positions into ``pos`` and, as far as ``piles`` (``(4, capacity)``)
-    holds them, the cards dealt to each horse, with their counts in ``pile_len``. Returns
-    ``(first, second, reshuffles)``; first is ``STUCK`` past ``MAX_RESHUFFLES``."""
-    for h in range(NUM_HORSES):
-        pos[h] = 0
-        pile_len[h] = 0
-    first, top, reshuffles = _decide(moves, stock, rng, ALL_HORSES, pos, piles, pile_len, 0, 0)
-    if first == STUCK or not second_place:
-        return first, NO_HORSE, reshuffles
-    # If only the winner has crossed, the others race on; otherwise no more cards: the
-    # furthest of the others past the post is second (a tie among them broken as for first).
+def _second_place_group(pos, first):
+    """Who races for second in ``KentuckyDerbyState._run_race``: if only the winner has
+    crossed, the others race on; otherwise no more cards, the others past the post (the
+    furthest is second, a tie broken as for first)."""
     others = ALL_HORSES & ~(1 << first)
     crossed = 0
     for h in range(NUM_HORSES):
         if others >> h & 1 and pos[h] > COURSE:
             crossed |= 1 << h
-    group = crossed if crossed else others
-    second, top, reshuffles = _decide(
-        moves, stock, rng, group, pos, piles, pile_len, top, reshuffles
-    )
-    if second == STUCK:
-        return STUCK, NO_HORSE, reshuffles
-    return first, second, reshuffles
+    return crossed if crossed else others
 
 
 @njit
+def _leaders(pos, group):
+    """The horses of ``group`` furthest past the post, tied (``decide``'s loop); 0 if none
+    has crossed."""
+    best = COURSE
+    tied = 0
+    for h in range(NUM_HORSES):
+        if group >> h & 1:
+            if pos[h] > best:
+                best = pos[h]
+                tied = 1 << h
+            elif pos[h] == best and best > COURSE:
+                tied |= 1 << h
+    return tied
+
+
+@njit
+def _record(piles, pile_len, h, card):
+    """``card`` on horse ``h``'s pile (``last_race["piles"]``), as far as ``piles`` holds."""
+    if pile_len[h] < piles.shape[1]:
+        piles[h, pile_len[h]] = card
+    pile_len[h] += 1
+
+
+@njit
+def run_race(moves, stock, rng, second_place, pos, piles, pile_len):
+    """The dealing of ``KentuckyDerbyState._run_race`` (its ``decide`` and ``deal`` written
+    out in one loop: 3-4x faster than as two functions returning tuples): cards from
+    ``stock`` (this race's pack after the course cards; reshuffled in place when it runs out)
+    to the Aces until the places are decided. Writes the positions into ``pos`` and, as far
+    as ``piles`` (``(4, capacity)``) holds them, the cards dealt to each horse, with their
+    counts in ``pile_len``. Returns ``(first, second, reshuffles)``; first is ``STUCK`` past
+    ``MAX_RESHUFFLES``."""
+    record = piles.shape[1] > 0  # batch.last_race deals again to record; the hot path not
+    for h in range(NUM_HORSES):
+        pos[h] = 0
+        pile_len[h] = 0
+    top = 0
+    reshuffles = 0
+    first = NO_HORSE
+    group = ALL_HORSES
+    while True:
+        tied = _leaders(pos, group)  # decide(group): the horse furthest past the post...
+        if tied and not tied & (tied - 1):  # ... alone
+            winner = 0
+            while not tied >> winner & 1:
+                winner += 1
+            if first != NO_HORSE:
+                return first, winner, reshuffles
+            first = winner
+            if not second_place:
+                return first, NO_HORSE, reshuffles
+            group = _second_place_group(pos, first)
+            continue
+        if tied:
+            group = tied  # tie-break cards: only the tied horses run on
+        for h in range(NUM_HORSES):  # deal(group): one card each, in suit order
+            if group >> h & 1:
+                if top == STOCK:  # reshuffle the dealt cards into a new stock
+                    shuffle_cards(rng, stock, STOCK)
+                    top = 0
+                    reshuffles += 1
+                    if reshuffles > MAX_RESHUFFLES:
+                        return STUCK, NO_HORSE, reshuffles
+                card = stock[top]
+                top += 1
+                if record:
+                    _record(piles, pile_len, h, card)
+                pos[h] += moves[h, card]
+
+
+@njit(inline="always")  # a call would pass (and count references to) every array
 def settle(st, ru, i, first, second):
     """``KentuckyDerbyState._settle``: the ante pool (second's backers get their ante back
     first, winners share the rest, odd chips carry over) and the pari-mutuel stake pot.
     The payouts go to ``last_payouts[i]``."""
     n = ru.num_players
-    paid = st.last_payouts[i]
+    paid, chips = st.last_payouts[i], st.chips[i]
+    bet_horse, bet_stake = st.bet_horse[i], st.bet_stake[i]
+    pool = st.pool[i]
+    pot = st.pot_carry[i]
     winners = 0
     staked = 0
-    pot = st.pot_carry[i]
     for p in range(n):
         paid[p] = 0
-        pot += st.bet_stake[i, p]
-        if st.bet_horse[i, p] < 0:
+        pot += bet_stake[p]
+        if bet_horse[p] < 0:
             continue
-        if st.bet_horse[i, p] == second:
-            st.pool[i] -= ru.ante
+        if bet_horse[p] == second:
+            pool -= ru.ante
             paid[p] += ru.ante
-        if st.bet_horse[i, p] == first:
+        if bet_horse[p] == first:
             winners += 1
-            staked += st.bet_stake[i, p]
+            staked += bet_stake[p]
     if winners:
-        share = st.pool[i] // winners
+        share = pool // winners
         for p in range(n):
-            if st.bet_horse[i, p] >= 0 and st.bet_horse[i, p] == first:
+            if bet_horse[p] >= 0 and bet_horse[p] == first:
                 paid[p] += share
-        st.pool[i] -= share * winners
+        pool -= share * winners
     if staked:
         whole = pot
         for p in range(n):
-            if st.bet_horse[i, p] >= 0 and st.bet_horse[i, p] == first:
-                win = whole * st.bet_stake[i, p] // staked
+            if bet_horse[p] >= 0 and bet_horse[p] == first:
+                win = whole * bet_stake[p] // staked
                 paid[p] += win
                 pot -= win
+    st.pool[i] = pool
     st.pot_carry[i] = pot
     for p in range(n):
-        st.chips[i, p] += paid[p]
+        chips[p] += paid[p]
 
 
-@njit
+@njit(inline="always")  # a call would pass (and count references to) every array
 def finish_betting(st, ru, i, rng, piles, pile_len):
     """The end of ``KentuckyDerbyState._apply`` once everyone has bet: ``_run_race`` (the
     pack and generator before it kept for the record, see ``batch.last_race``), the next
     race and ``_start_race``. Returns False when a race did not finish."""
     n = ru.num_players
+    deck, last_deck, last_rng = st.deck[i], st.last_deck[i], st.last_rng[i]
     for k in range(NUM_CARDS):
-        st.last_deck[i, k] = st.deck[i, k]
+        last_deck[k] = deck[k]
     for w in range(pcg64.WORDS):
-        st.last_rng[i, w] = rng[w]
+        last_rng[w] = rng[w]
     first, second, reshuffles = run_race(
-        ru.moves, st.deck[i, COURSE:], rng, ru.second_place, st.last_positions[i], piles, pile_len
+        ru.moves, deck[COURSE:], rng, ru.second_place, st.last_positions[i], piles, pile_len
     )
     if first == STUCK:
         st.last_reshuffles[i] = reshuffles
@@ -360,18 +377,20 @@ def finish_betting(st, ru, i, rng, piles, pile_len):
     st.last_reshuffles[i] = reshuffles
     st.has_last[i] = True
     st.serial[i] += 1
+    bet_horse, bet_stake = st.bet_horse[i], st.bet_stake[i]
+    last_horse, last_stake = st.last_bet_horse[i], st.last_bet_stake[i]
     for p in range(n):
-        st.last_bet_horse[i, p] = st.bet_horse[i, p]
-        st.last_bet_stake[i, p] = st.bet_stake[i, p]
+        last_horse[p] = bet_horse[p]
+        last_stake[p] = bet_stake[p]
     st.race[i] += 1
     start_race(st, ru, i, rng)
     if st.over[i]:  # no new pack was dealt: the state keeps the last race's, unshuffled
         for k in range(NUM_CARDS):
-            st.deck[i, k] = st.last_deck[i, k]
+            deck[k] = last_deck[k]
     return True
 
 
-@njit
+@njit(inline="always")  # a call would pass (and count references to) every array
 def apply_row(st, ru, i, rng, player, action, piles, pile_len):
     """``KentuckyDerbyState._apply``: the bet, and when it was the last, the race and the
     next. Returns False when the race did not finish."""
@@ -409,7 +428,7 @@ def apply_actions_parallel(st, ru, rngs, players, actions, piles, pile_len):
 
 
 # ----- what the players see ---------------------------------------------------------------------
-@njit
+@njit(inline="always")  # a call would pass (and count references to) every array
 def max_stake_of(st, ru, i, p):
     """``KentuckyDerbyState.max_stake``."""
     return min(ru.max_stake, st.chips[i, p])
@@ -444,6 +463,8 @@ def observe(st, ru, players, out):
             continue
         o = out[i]
         over = st.over[i]
+        bet_horse, bet_stake = st.bet_horse[i], st.bet_stake[i]
+        chips, active, dealer = st.chips[i], st.active[i], st.dealer[i]
         to_act = st.to_move[i, player]
         o[0] = 1.0 if to_act else 0.0
         o[1] = st.race[i] / races
@@ -453,12 +474,12 @@ def observe(st, ru, players, out):
         on0 = on1 = on2 = on3 = 0
         for k in range(n):
             p = (player + k) % n
-            horse = NO_HORSE if over else st.bet_horse[i, p]
-            stake = 0 if over else st.bet_stake[i, p]
+            horse = NO_HORSE if over else bet_horse[p]
+            stake = 0 if over else bet_stake[p]
             seen = horse >= 0 and (not ru.sealed or p == player)
-            o[k0 + k] = 1.0 if p == st.dealer[i] else 0.0
-            o[k0 + n + k] = (st.chips[i, p] + (0 if seen else stake)) / T
-            o[k0 + 2 * n + k] = 1.0 if st.active[i, p] else 0.0
+            o[k0 + k] = 1.0 if p == dealer else 0.0
+            o[k0 + n + k] = (chips[p] + (0 if seen else stake)) / T
+            o[k0 + 2 * n + k] = 1.0 if active[p] else 0.0
             o[k0 + 3 * n + k] = 1.0 if seen else 0.0
             for h in range(NUM_HORSES):
                 o[k0 + 4 * n + 4 * k + h] = 1.0 if seen and h == horse else 0.0
