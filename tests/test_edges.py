@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -201,3 +206,251 @@ def test_every_registered_game_checks_seeds():
     for name in available_games():
         with pytest.raises(InvalidParameterError):
             make_game(name).new_initial_state(-5)
+
+
+# ----- files through the commands that read them ---------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "training.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def replay_file(tmp_path_factory) -> Path:
+    """A short recorded Kentucky Derby game (2 races, 3 players, random seats)."""
+    from training.tools.replay import Recorder
+
+    game = make_game("kentucky_derby", num_players=3, num_races=2)
+    state = game.new_initial_state(4)
+    rec = Recorder(game, 4, state, ["random"] * 3)
+    rng = np.random.default_rng(0)
+    while not state.is_terminal():
+        p = state.current_players()[0]
+        a = int(rng.choice(state.legal_actions(p)))
+        name = state.action_to_string(p, a)
+        state.apply_action(p, a)
+        rec.step(state, p, a, name)
+    path = tmp_path_factory.mktemp("replay") / "game.json"
+    rec.save(path)
+    return path
+
+
+def _no_traceback(res: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in res.stderr, res.stderr[-2000:]
+
+
+def test_replay_command_refuses_bad_files_and_options_by_name(replay_file, files, tmp_path):
+    data = json.loads(replay_file.read_text())
+    n = len(data["steps"])
+    edited = tmp_path / "complete_yes.json"
+    edited.write_text(json.dumps({**data, "complete": "yes"}))
+    cases = [
+        ([str(files["deep_json"]), "--verify"], "nested more than 100 levels"),
+        ([str(files["zero"]), "--verify"], "not a regular file"),
+        ([str(files["fifo"]), "--verify"], "not a regular file"),
+        ([str(edited), "--verify"], "'complete' must be true or false, not 'yes'"),
+        ([str(replay_file), "--print", "--step", "99999"], f"--step: got 99999.*0 .* to {n}"),
+        ([str(replay_file), "--print", "--step", "-5"], "--step: got -5"),
+        ([str(replay_file), "--gif", str(tmp_path / "a.gif"), "--fps", "1e-300"], "--fps"),
+        ([str(replay_file), "--gif", str(tmp_path / "a.gif"), "--fps", "inf"], "--fps"),
+        ([str(replay_file), "--gif", str(tmp_path / "a.gif"), "--fps", "nan"], "--fps"),
+    ]
+    for args, message in cases:
+        res = _cli("replay", *args)
+        assert res.returncode == 2, (args, res.stderr[-1500:])
+        _no_traceback(res)
+        assert re.search(message, res.stderr), (args, res.stderr[-1500:])
+    assert not (tmp_path / "a.gif").exists()
+    assert not [p for p in tmp_path.iterdir() if p.suffix in (".gif", ".tmp")]
+
+
+def test_pool_file_reader_refuses_special_deep_and_edited_files(files, tmp_path):
+    from training.train.config import ConfigError
+    from training.train.pool import POOL_FORMAT, read_pool_file
+
+    for key in ("zero", "deep_json", "fifo"):
+        with pytest.raises(ConfigError, match="opponent pool file") as info:
+            read_pool_file(files[key])
+        assert str(files[key]) in str(info.value)
+    game = make_game("kentucky_derby")
+    good = {"format": POOL_FORMAT, "game": game.name, "params": game.params, "step": 0}
+    good.update(snapshots=[], next_snapshot_at=10)
+    path = tmp_path / "pool.json"
+    path.write_text(json.dumps(good))
+    assert read_pool_file(path, game)["game"] == "kentucky_derby"
+    for edit, message in (
+        ({"game": "derby"}, "records the game 'derby'"),
+        ({"game": 5}, "records the game 5"),
+        ({"params": {**game.params, "num_players": 99}}, "records the game parameters"),
+        ({"params": None}, "records the game parameters"),
+    ):
+        path.write_text(json.dumps({**good, **edit}))
+        with pytest.raises(ConfigError, match=message):
+            read_pool_file(path, game)
+
+
+def test_train_refuses_deep_huge_and_foreign_configs_before_the_run_dir(files, tmp_path):
+    from training.train.config import ConfigError, load_config
+
+    smoke = ROOT / "configs" / "smoke" / "kentucky_derby.yaml"
+    for key in ("deep_yaml", "zero", "latin1", "digits_yaml", "bomb"):
+        with pytest.raises(ConfigError, match="config file"):
+            load_config(files[key])
+    for override, message in (
+        ("ppo.n_steps=1000000000", r"'ppo.n_steps': got 1000000000, expected an integer in \[2"),
+        ("ppo.net_arch=[1000000,1000000]", r"'ppo.net_arch\[0\]': got 1000000"),
+        ("ppo.net_arch=[8000,8000,8000]", "weights .* over the limit"),
+        ("ppo.n_steps=1000000", None),  # 2 envs x 1e6 steps of Kentucky Derby: ~0.7 GiB, allowed
+        ("n_envs=256", None),
+        ("seed=" + "7" * 5000, "override 'seed=7777.* too many digits"),
+        ("ppo.gamma=" + "[" * 50_000, "override .*nested more than 100"),
+    ):
+        if message is None:
+            load_config(smoke, [override])
+        else:
+            with pytest.raises(ConfigError, match=message):
+                load_config(smoke, [override])
+    with pytest.raises(ConfigError, match="rollout buffer of ~.* GiB"):
+        load_config(smoke, ["n_envs=256", "ppo.n_steps=1000000"])
+    run = tmp_path / "run"
+    res = _cli("train", "--config", str(smoke), "--run-dir", str(run), "--set", "ppo.n_steps=10**9")
+    assert res.returncode == 2 and "ppo.n_steps" in res.stderr
+    res = _cli("train", "--config", str(files["latin1"]), "--run-dir", str(run))
+    assert res.returncode == 2 and str(files["latin1"]) in res.stderr and "UTF-8" in res.stderr
+    assert not run.exists()
+
+
+def test_cli_seed_and_param_messages_name_the_option():
+    for args, message in (
+        (["watch", "kentucky_derby", "--seed", "-1", "--quiet"], "argument --seed"),
+        (["play", "derby", "--seed", "1.5"], "argument --seed"),
+        (["evaluate", "--game", "derby", "--lineup", "random", "--seed", "-1"], "--seed"),
+        (
+            ["evaluate", "--game", "derby", "--lineup", "random", "--param", "x=" + "1" * 5000],
+            "--param 'x'.*digits",
+        ),
+        (
+            ["evaluate", "--game", "derby", "--lineup", "random", "--param", "x=" + "[" * 9000],
+            "--param 'x'.*nested",
+        ),
+    ):
+        res = _cli(*args)
+        assert res.returncode == 2, (args, res.stderr[-800:])
+        _no_traceback(res)
+        assert re.search(message, res.stderr), (args, res.stderr[-800:])
+        assert len(res.stderr) < 3000  # the 5,000 digits are not echoed back
+
+
+# ----- the one temp-file writer ----------------------------------------------------------------
+def test_write_atomic_cleans_up_on_error_interrupt_and_sigterm(tmp_path):
+    from training.files import Terminated, write_atomic
+
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+
+    def failing(exc: BaseException):
+        def write(f):
+            f.write(b"partial")
+            raise exc
+
+        return write
+
+    def terminated(f):
+        f.write(b"partial")
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler raises in this thread
+        time.sleep(5)  # never reached: Terminated is raised at the next bytecode
+
+    for write, kind in (
+        (failing(OSError("disk full")), OSError),
+        (failing(KeyboardInterrupt()), KeyboardInterrupt),
+        (terminated, Terminated),
+    ):
+        with pytest.raises(kind) as info:
+            write_atomic(target, write, binary=True)
+        assert target.read_bytes() == b"old"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+    assert info.value.code == 143
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored
+
+
+def test_concurrent_gif_writers_each_leave_a_complete_file(replay_file, tmp_path):
+    from PIL import Image
+
+    out = tmp_path / "out.gif"
+    cmd = [sys.executable, "-m", "training.cli", "replay", str(replay_file), "--gif", str(out)]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--force", "--fps", str(2 + k)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(4)
+    ]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert [rc for rc, _ in results] == [0, 0, 0, 0], results
+    n = len(json.loads(replay_file.read_text())["steps"]) + 1
+    with Image.open(out) as gif:  # complete: every frame reads back
+        assert gif.n_frames == n
+        durations = set()
+        for k in range(gif.n_frames):
+            gif.seek(k)
+            gif.load()
+            durations.add(gif.info["duration"])
+    assert any(round(1000 / (2 + k)) in durations for k in range(4))  # one writer's file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.gif"]  # no temp files left
+
+
+def test_sigterm_and_ctrl_c_during_replay_gif_leave_nothing_and_no_traceback(replay_file, tmp_path):
+    out = tmp_path / "out.gif"
+    cmd = [sys.executable, "-m", "training.cli", "replay", str(replay_file), "--gif", str(out)]
+    outcomes = []
+    # Before ~0.1 s a Ctrl-C lands in the interpreter's own start-up (importing site: Python
+    # prints that traceback itself, before any code of the suite runs); from then on main()'s
+    # handler is in place, imports of derby_envs included (they took the first ~0.5 s).
+    for sig, delay in (
+        (signal.SIGINT, 0.4),
+        (signal.SIGINT, 1.0),
+        (signal.SIGTERM, 0.3),
+        (signal.SIGTERM, 1.5),
+    ):
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=300)
+        outcomes.append(proc.returncode)
+        assert b"Traceback" not in err, (sig, delay, err.decode()[-1500:])
+        # Ctrl-C: 130 (or killed before Python's handler exists); SIGTERM: killed outright
+        # outside a write, 143 inside one; 0 if the GIF was already written
+        assert proc.returncode in (0, 130, -signal.SIGINT, 143, -signal.SIGTERM), outcomes
+        left = sorted(p.name for p in tmp_path.iterdir())
+        assert left in ([], ["out.gif"]), left  # never a temp file
+        out.unlink(missing_ok=True)
+    # a terminated write, caught while the temp file exists
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):
+            proc.send_signal(signal.SIGTERM)
+            break
+        time.sleep(0.002)
+    _, err = proc.communicate(timeout=300)
+    assert b"Traceback" not in err
+    if proc.returncode == 143:
+        assert b"terminated (SIGTERM)" in err
+        assert not out.exists()
+    else:  # the write finished between the poll and the signal: a complete file
+        assert proc.returncode in (0, -signal.SIGTERM)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
