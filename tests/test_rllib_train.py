@@ -135,6 +135,27 @@ def local_ray():
     ray.shutdown()
 
 
+@pytest.mark.parametrize("illegal_action", ["raise"])  # penalize/replace: the pre-check tests
+def test_ppo_config_trains_every_game_under_every_illegal_action_mode(illegal_action, local_ray):
+    """ppo_config(game, illegal_action=...) builds and trains on every game: under "raise" the
+    env pre-check's unmasked sample used to trip the strict env for Derby and Demolition Derby
+    ("does not abide to the new gymnasium-style API"); the masked module never samples an
+    illegal action, so the strict env sees only legal ones."""
+    from derby_envs.core.rllib import ppo_config
+
+    for game in ("kentucky_derby", "derby", "demolition_derby"):
+        config = ppo_config(game, num_players=3, illegal_action=illegal_action).training(
+            train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1
+        )
+        assert config.disable_env_checking is (illegal_action == "raise")
+        algo = config.build_algo()
+        try:
+            result = algo.train()
+            assert result["env_runners"]["num_env_steps_sampled_lifetime"] >= 64
+        finally:
+            algo.stop()
+
+
 RUNS = {
     "kentucky_derby": {"game_params": {"num_players": 4}, "reward_mode": "chips",
                        "opponents": {"pool": [{"agent": "kd_value"}, {"agent": "random"}],

@@ -27,7 +27,9 @@ What RLlib sees (and why):
   episode), whose mask holds only the ignored action 0.
 * ``illegal_action`` defaults to ``"penalize"`` (PettingZoo's convention), so RLlib's env
   pre-check, which steps with unmasked samples of the action space, passes: no
-  ``disable_env_checking``.
+  ``disable_env_checking``. Under ``"raise"`` (strict: a masked action ever sampled raises)
+  that pre-check's unmasked sample would raise, so :func:`ppo_config` then turns the pre-check
+  off (``disable_env_checking=True``); a hand-built config with ``"raise"`` needs the same.
 
 Optionally some seats are played inside the env by fixed policies (the suite's heuristics,
 ``"random"``, exported snapshots, an opponent pool's seats): they never reach RLlib, which then
@@ -466,12 +468,17 @@ def ppo_config(
     """A multi-agent PPO config (RLlib's new API stack) for ``game``: one shared masked policy
     for every RLlib agent. ``env_options`` go to :class:`DerbyMultiAgentEnv` (``num_players``,
     ``opponents``, ``reward_mode``, game parameters...); tune the rest with the usual
-    ``config.training(...)``, ``config.env_runners(...)`` calls."""
+    ``config.training(...)``, ``config.env_runners(...)`` calls.
+
+    Every ``illegal_action`` works: under ``"raise"`` RLlib's env pre-check is off (it steps
+    with an unmasked sample of the action space, which the strict env refuses; the masked
+    module never samples an illegal action, and the env checks every action it gets)."""
     env_config = {"game": game, **plugin_config(game), **env_options}
-    DerbyMultiAgentEnv(env_config)  # fail fast, here, on a bad game or option
+    env = DerbyMultiAgentEnv(env_config)  # fail fast, here, on a bad game or option
+    strict = env.illegal_action == "raise"
     return (
         PPOConfig()
-        .environment(DerbyMultiAgentEnv, env_config=env_config)
+        .environment(DerbyMultiAgentEnv, env_config=env_config, disable_env_checking=strict)
         # episodes_to_numpy=False: RLlib 2.60's MultiAgentEnvRunner._sample numpy-izes every
         # episode finished so far in the call again after *every* env step, quadratic in the
         # episodes per batch (hundreds for these short games): 2-3x the sampling time measured
