@@ -250,3 +250,18 @@ def test_shuffle_cards_draws_as_pcg64_shuffle():
         deck = np.zeros(48, np.int8)
         kern.deal_pack(got_row, deck)
         assert deck.tolist() == pcg64.generator_from_row(want_row).permutation(48).tolist()
+
+
+def test_a_race_that_cannot_finish_raises_as_the_reference():
+    # No accepted table gets here (check_params); the engine still names the games.
+    game = KentuckyDerbyGame(num_players=3, max_stake=0)
+    eng = KentuckyDerbyBatch(game, 4)
+    eng.rules = eng.rules._replace(moves=np.ones((4, 48), np.int64))
+    eng.reset(np.arange(4, dtype=np.uint64), np.ones(4, np.bool_))
+    players, actions = np.full(4, -1, np.int64), np.zeros(4, np.int64)
+    for _ in range(2):
+        players[2] = np.flatnonzero(eng.to_move[2])[0]
+        eng.apply(players, actions)
+    players[2] = np.flatnonzero(eng.to_move[2])[0]
+    with pytest.raises(RuntimeError, match=r"games \[2\]: race did not finish"):
+        eng.apply(players, actions)

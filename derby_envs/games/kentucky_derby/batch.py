@@ -52,7 +52,6 @@ FIELDS: dict[str, tuple[tuple[Any, ...], Any, str]] = {
     "serial": ((), np.int64, "races run and resets in this row (dates a loaded record)"),
 }
 NO_PILES = np.zeros((4, 0), np.int8)  # the hot path records no piles (see last_race)
-PARALLEL_FROM = 1 << 30  # batches of this many games step with threads (measured: see below)
 PILE_CAPACITY = 64  # cards per horse recorded at the first try of a replay
 
 
@@ -74,7 +73,13 @@ def rules_of(game: KentuckyDerbyGame) -> kern.Rules:
 
 
 class KentuckyDerbyBatch(BatchEngine):
-    """B sessions of Kentucky Derby as arrays (the fields of :data:`FIELDS` are attributes)."""
+    """B sessions of Kentucky Derby as arrays (the fields of :data:`FIELDS` are attributes).
+
+    The kernels run on one thread: a step's work per game is small (a bet; a race of ~32
+    cards every n bets). A ``prange`` version was tried: on the 2-core machine it was
+    measured on (shared with other work) it ran slower, and under numba 0.68 its writes to
+    the one-dimensional fields of the state's named tuple were lost inside ``prange``.
+    """
 
     def __init__(self, game: KentuckyDerbyGame, num_games: int) -> None:
         super().__init__(game, num_games)
@@ -89,19 +94,18 @@ class KentuckyDerbyBatch(BatchEngine):
         self.arrays = kern.Arrays(**{k: getattr(self, k) for k in kern.ARRAY_NAMES})
         self._pile_len = np.zeros(4, np.int64)
         self._loaded: dict[int, tuple[int, dict[str, Any]]] = {}  # i -> (serial, last_race)
-        self.parallel = B >= PARALLEL_FROM
 
     # ----- the protocol ----------------------------------------------------------------------
     def reset(self, seeds: np.ndarray, which: np.ndarray) -> None:
-        reset = kern.reset_games_parallel if self.parallel else kern.reset_games
-        reset(self.arrays, self.rules, self.rng, np.asarray(seeds, np.uint64), which)
+        kern.reset_games(self.arrays, self.rules, self.rng, np.asarray(seeds, np.uint64), which)
 
     def legal_masks(self, players: np.ndarray, out: np.ndarray) -> None:
         kern.legal_masks(self.arrays, self.rules, players, out)
 
     def apply(self, players: np.ndarray, actions: np.ndarray) -> None:
-        apply = kern.apply_actions_parallel if self.parallel else kern.apply_actions
-        stuck = apply(self.arrays, self.rules, self.rng, players, actions, NO_PILES, self._pile_len)
+        stuck = kern.apply_actions(
+            self.arrays, self.rules, self.rng, players, actions, NO_PILES, self._pile_len
+        )
         if stuck:  # as the reference engine (check_params refuses such tables)
             games = np.flatnonzero(self.last_reshuffles > kern.MAX_RESHUFFLES).tolist()
             raise RuntimeError(

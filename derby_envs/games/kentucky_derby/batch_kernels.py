@@ -219,14 +219,6 @@ def reset_games(st, ru, rngs, seeds, which):
             reset_game(st, ru, i, rngs[i], seeds[i])
 
 
-@njit(parallel=True)
-def reset_games_parallel(st, ru, rngs, seeds, which):
-    """:func:`reset_games` with the games shared among threads."""
-    for i in numba.prange(rngs.shape[0]):
-        if which[i]:
-            reset_game(st, ru, i, rngs[i], seeds[i])
-
-
 # ----- the race ---------------------------------------------------------------------------------
 @njit
 def _second_place_group(pos, first):
@@ -410,17 +402,6 @@ def apply_actions(st, ru, rngs, players, actions, piles, pile_len):
     races did not finish (their games have ``last_reshuffles > MAX_RESHUFFLES``)."""
     stuck = 0
     for i in range(players.shape[0]):
-        if players[i] >= 0:
-            if not apply_row(st, ru, i, rngs[i], players[i], actions[i], piles, pile_len):
-                stuck += 1
-    return stuck
-
-
-@njit(parallel=True)
-def apply_actions_parallel(st, ru, rngs, players, actions, piles, pile_len):
-    """:func:`apply_actions` with the games shared among threads (``piles`` must be empty)."""
-    stuck = 0
-    for i in numba.prange(players.shape[0]):
         if players[i] >= 0:
             if not apply_row(st, ru, i, rngs[i], players[i], actions[i], piles, pile_len):
                 stuck += 1
