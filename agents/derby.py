@@ -465,6 +465,87 @@ class _DerbyBase:
         ev = out[: nv * nc].reshape(nv, nc)
         return self._card_choice(ev, dec_p[: info[2]], bool(info[3]), bool(info[4]), mask)
 
+    # ----- many games per call ---------------------------------------------------------------
+    _SLOTS = 16  # rows prepared per chunk (their work arrays: ~0.4 MB a row)
+
+    def act_batch(self, engine, players: np.ndarray, rngs: np.ndarray, out: np.ndarray) -> None:
+        """``act`` for every row with ``players[i] >= 0`` of a batched engine
+        (``derby_envs.core.batch``): the observations and masks written by the engine, the
+        model's kernels run over chunks of rows (three calls and two numpy exps a chunk).
+        The heuristics draw nothing: ``rngs`` is left as it is."""
+        B = len(players)
+        (CF, CI, FWb, IWb, needb, lay, tcat, vcat, zcat, zcap, toff, zoff, vals, buf,
+         obs, masks, status, slot_of, unsure) = self._batch_work(B)  # fmt: skip
+        engine.observe(players, obs)
+        engine.legal_masks(players, masks)
+        rows = np.flatnonzero(players >= 0)
+        deny_on = bool(self.deny) and self.n > 1
+        nopp = self.n - 1 if deny_on else 0
+        start = 0
+        while start < len(rows):
+            end, used, nT, nz = _kb_prepare(
+                rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, self.Ld, self.D,
+                self.exchanges, deny_on, tcat, zcap, status, slot_of, toff, zoff, out,
+            )  # fmt: skip
+            if used:
+                np.exp(tcat[:nT], out=tcat[:nT])  # numpy's exp, as _options_fast
+                nz = _kb_z(FWb, IWb, needb, lay, self.L, used, tcat, vcat, toff, zcat, zoff)
+                np.exp(zcat[:nz], out=zcat[:nz])
+                m = _kb_choose(
+                    rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
+                    nopp, self.exchanges, self.deny, vals, buf, out, unsure,
+                )  # fmt: skip
+                for k in unsure[:m]:  # near ties: _card_choice's own arithmetic decides
+                    out[rows[k]] = self._decide_slot(FWb, IWb, lay, slot_of[k], masks[rows[k]])
+            start = end
+
+    def _decide_slot(self, FWb, IWb, lay, s: int, mask: np.ndarray) -> int:
+        """``act``'s choice from the values a chunk's slot ``s`` holds (a card phase)."""
+        info = IWb[s, lay[9 + 3] : lay[9 + 3] + 8]
+        nv, nc = int(info[0]), int(info[1])
+        ev = FWb[s, lay[8] : lay[8] + nv * nc].reshape(nv, nc)
+        dec_p = FWb[s, lay[4] : lay[4] + int(info[2])]
+        options = self._card_choice(ev, dec_p, bool(info[3]), bool(info[4]), mask)
+        return max(options, key=options.get)
+
+    def _batch_work(self, B: int) -> tuple:
+        """This thread's chunk work arrays for this policy's layout (the fast path's packing
+        without the table parts: the tables of a chunk share ``tcat``/``vcat``, its phi
+        arguments ``zcat``) and the per-row buffers for ``B`` rows."""
+        self._work()  # the constants
+        CF, CI, lay1 = self._consts[:3]
+        lay = lay1.copy()
+        V, nk = self.V, len(self.card_ranks)
+        nT = (V + 1) * 2 * H * H * 2 * _Q
+        lay[6:9] -= nT  # no table part (5) ...
+        lay[7:9] -= nT  # ... nor its variance part (6)
+        key = (lay.tobytes(), B, self.game.observation_size)
+        work = getattr(_LOCAL, "batch", {})
+        hit = work.get(key)
+        if hit is None:
+            nc = 2 + nk
+            slots = self._SLOTS
+            nf = int(lay[8]) + max((V + 1) * nc, 2 * H)
+            ni = int(lay[16]) + (V + 1) * nc * H
+            z_row = (V + 1) * nc * H * H * _Q  # the most phi arguments of one decision
+            zcap = max(1 << 22, z_row)
+            IWb = np.zeros((slots, ni), np.int64)
+            t = int(lay[9 + 4])  # the table offsets start unfilled, as in _work_arrays
+            IWb[:, t : t + (V + 1) * 2 * H * H * 2] = -1
+            hit = (
+                np.zeros((slots, nf)), IWb,
+                np.zeros((slots, 2, H, H), np.bool_), lay,
+                np.zeros(slots * nT), np.zeros(slots * nT), np.zeros(zcap + z_row), zcap,
+                np.zeros(slots + 1, np.int64), np.zeros(slots + 1, np.int64),
+                np.zeros(EXCHANGE0 + 2 * H), np.zeros(nc),
+                np.zeros((B, self.game.observation_size), np.float32),
+                np.zeros((B, self.game.num_actions), np.int8), np.zeros(B, np.int64),
+                np.zeros(B, np.int64), np.zeros(B, np.int64),
+            )  # fmt: skip
+            work[key] = hit
+            _LOCAL.batch = work
+        return (CF, CI, *hit)
+
     @staticmethod
     def _card_options(row: np.ndarray, mask: np.ndarray) -> dict[int, float]:
         options = {OPEN1 + k: float(row[k]) for k in (0, 1) if mask[OPEN1 + k]}
@@ -1189,6 +1270,212 @@ def _k_values(FW, IW, need, lay, z, nopp, exchanges, deny, cards_phase):
      newplace) = _wviews(FW, IW, lay)  # fmt: skip
     _values(place, values, info[0], cards, info[1], need, code, newplace, z, _WEIGHTS, P, thr,
             prof, nopp, W, exchanges, deny, cards_phase, out)  # fmt: skip
+
+
+# ----- many games per call: act_batch ---------------------------------------------------------
+# The same kernels over the rows of a batch, in chunks: _kb_prepare reads every row's
+# observation (written by the batched engine's ``observe``), prepares its pairwise table into
+# one shared buffer and counts its phi arguments; numpy's exp runs once over the chunk's
+# tables; _kb_z writes every row's phi arguments into a second shared buffer; numpy's exp once
+# more; _kb_choose computes the values and makes each row's choice (_card_choice compiled).
+# Where the two best options of a card phase lie within _NEAR_TIE of each other, the row is
+# decided by the Python _card_choice on the kernel's values instead (its dot products are
+# numpy's; a compiled sum may differ from them in the last bit): every action is the one
+# ``act`` gives.
+_NEAR_TIE = 1e-11
+_DONE, _PREPARED = 0, 1  # a row's status after _kb_prepare
+
+
+@_njit
+def _np_sum(a, start, n):
+    """``np.add.reduce(a[start:start + n])`` in numpy's order (its pairwise sum; n <= 128)."""
+    if n < 8:
+        res = 0.0
+        for j in range(n):
+            res += a[start + j]
+        return res
+    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
+    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
+    j = 8
+    while j < n - n % 8:
+        r0 += a[start + j]
+        r1 += a[start + j + 1]
+        r2 += a[start + j + 2]
+        r3 += a[start + j + 3]
+        r4 += a[start + j + 4]
+        r5 += a[start + j + 5]
+        r6 += a[start + j + 6]
+        r7 += a[start + j + 7]
+        j += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while j < n:
+        res += a[start + j]
+        j += 1
+    return res
+
+
+@_njit
+def _card_values(row, nc, mask, vals):
+    """``_card_options(row, mask)`` as ``vals[OPEN1], vals[OPEN2], vals[BLIND]`` (-inf: not an
+    option); returns their maximum."""
+    best = -np.inf
+    for k in range(2):
+        vals[OPEN1 + k] = row[k] if mask[OPEN1 + k] else -np.inf
+        best = max(best, vals[OPEN1 + k])
+    vals[BLIND] = -np.inf
+    if mask[BLIND] and nc > 2:
+        vals[BLIND] = _np_sum(row, 2, nc - 2) / (nc - 2)
+        best = max(best, vals[BLIND])
+    return best
+
+
+@_njit
+def _choose_cards(ev, nv, nc, dec_p, num_played, card_played, mask, vals, buf):
+    """``_card_choice`` then ``act``'s first maximum: the option values into ``vals`` (by
+    action id, -inf where not an option); returns the action, or -1 for a near tie."""
+    nd = nv - 1
+    for a in range(len(vals)):
+        vals[a] = -np.inf
+    if card_played:
+        vals[PLAY] = ev[0]
+        if nd:
+            s = 0.0
+            for j in range(nd):
+                s += dec_p[j] * ev[(1 + j) * nc]
+            vals[DECLINE] = s
+    elif num_played:
+        _card_values(ev[:nc], nc, mask, vals)
+    else:
+        vals[PLAY] = _card_values(ev[:nc], nc, mask, vals) + 1e-9
+        best = buf[:nc]  # np.maximum(play_row, dec_row)
+        best[:] = ev[:nc]
+        if nd:
+            s = 0.0
+            for j in range(nd):
+                s += dec_p[j] * _card_values(ev[(1 + j) * nc : (2 + j) * nc], nc, mask, vals)
+            vals[DECLINE] = s
+            for c in range(nc):
+                d = 0.0
+                for j in range(nd):
+                    d += dec_p[j] * ev[(1 + j) * nc + c]
+                best[c] = max(best[c], d)
+        _card_values(best, nc, mask, vals)
+    top, second, action = -np.inf, -np.inf, -1
+    for a in range(len(vals)):
+        v = vals[a]
+        if v > top:
+            top, second, action = v, top, a
+        elif v > second:
+            second = v
+    if top - second <= _NEAR_TIE * max(1.0, abs(top)):
+        return -1
+    return action
+
+
+@_njit
+def _kb_prepare(rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, Ld, D, exchanges, deny_on,
+                tcat, zcap, status, slot_of, toff, zoff, out):  # fmt: skip
+    """For ``rows[start:]`` until a chunk is full: rows with one legal action, and a
+    projection's exchange phases, are decided (``out``); the others are prepared in a slot of
+    the work arrays (``_prepare_table``, the table at ``toff`` in ``tcat``; ``zoff`` reserves
+    room for the most phi arguments the row can have). A table offset left in ``tidx`` by an
+    earlier row is read only for a state that does not occur (as in ``_group_sums``) and
+    stays inside ``tcat``: a chunk starts a row only with a whole table's room left. Returns (end row, slots used, table size, phi arguments)."""
+    card_moves_f, ct_prof, scale, nodes, off, card_ranks, ct_thr = _cviews(CF, CI, lay)
+    n, V = lay[-4], lay[-3]
+    nT_max = (V + 1) * 2 * H * H * 2 * _Q
+    slots = FWb.shape[0]
+    used = 0
+    nT = 0
+    nz = 0
+    k = start
+    while k < len(rows):
+        i = rows[k]
+        mask = masks[i]
+        legal = 0
+        only = -1
+        for a in range(len(mask)):
+            if mask[a]:
+                legal += 1
+                only = a
+        if legal == 1 or (mask[SKIP] and not exchanges):
+            out[i] = only if legal == 1 else SKIP
+            status[k] = _DONE
+            k += 1
+            continue
+        if used == slots or nT + nT_max > len(tcat):
+            break
+        (hv, prof, W, values, dec_p, _t, _v, _p, _o, place, thr, cards, info, tidx, _c, _f,
+         _np) = _wviews(FWb[used], IWb[used], lay)  # fmt: skip
+        cards_phase = not mask[SKIP]
+        size = _prepare_table(obs[i], scale, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr,
+                              ct_prof, exchanges, deny_on, cards_phase, mask[DECLINE] > 0, hv,
+                              place, thr, prof, W, needb[used], values, dec_p, cards, info,
+                              nodes, tcat[nT:], tidx)  # fmt: skip
+        count = info[0] * info[1] * H * H * _Q  # the most phi arguments it can have
+        if nz + count > zcap and used > 0:
+            break  # the next chunk prepares it again
+        status[k] = _PREPARED
+        slot_of[k] = used
+        toff[used] = nT
+        zoff[used] = nz
+        used += 1
+        nT += size
+        nz += count
+        k += 1
+    toff[used] = nT
+    zoff[used] = nz
+    return k, used, nT, nz
+
+
+@_njit
+def _kb_z(FWb, IWb, needb, lay, L, used, tcat, vcat, toff, zcat, zoff):
+    """``_z_args`` for the chunk's prepared slots (``tcat``: numpy's exp of their tables),
+    their phi arguments side by side in ``zcat`` from ``zoff[s]`` (within the room reserved);
+    returns how many in all."""
+    nz = 0
+    for s in range(used):
+        (hv, _pr, _W, values, _d, _t, _v, _p, _o, place, _th, cards, info, tidx, code, Fb,
+         newplace) = _wviews(FWb[s], IWb[s], lay)  # fmt: skip
+        t0 = toff[s]
+        zoff[s] = nz
+        nz += _z_args(hv, place, L, values, info[0], cards, info[1], needb[s], tcat[t0:],
+                      vcat[t0:], toff[s + 1] - t0, tidx, code, Fb, newplace, zcat[nz:])  # fmt: skip
+    return nz
+
+
+@_njit
+def _kb_choose(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
+               nopp, exchanges, deny, vals, work, out, unsure):  # fmt: skip
+    """``_values`` and the choice for the chunk's prepared rows into ``out``; rows with a near
+    tie get -1 and are listed in ``unsure`` (returns how many)."""
+    m = 0
+    for k in range(start, end):
+        if status[k] != _PREPARED:
+            continue
+        s = slot_of[k]
+        i = rows[k]
+        mask = masks[i]
+        (_hv, prof, W, values, dec_p, _t, _v, P, res, place, thr, cards, info, _ti, code, _f,
+         newplace) = _wviews(FWb[s], IWb[s], lay)  # fmt: skip
+        cards_phase = not mask[SKIP]
+        _values(place, values, info[0], cards, info[1], needb[s], code, newplace, zcat[zoff[s]:],
+                _WEIGHTS, P, thr, prof, nopp, W, exchanges, deny, cards_phase, res)  # fmt: skip
+        if cards_phase:
+            a = _choose_cards(res, info[0], info[1], dec_p, info[3] > 0, info[4] > 0, mask, vals,
+                              work)  # fmt: skip
+        else:  # {SKIP: 0.05, then each legal exchange's gain}: the first maximum
+            a, top = SKIP, 0.05
+            for c in range(H):
+                if mask[EXCHANGE0 + 2 * c]:
+                    for e in range(2):
+                        if res[e * H + c] > top:
+                            a, top = EXCHANGE0 + 2 * c + e, res[e * H + c]
+        out[i] = a
+        if a < 0:
+            unsure[m] = k
+            m += 1
+    return m
 
 
 class DerbyProjection(_DerbyBase):

@@ -130,3 +130,75 @@ def test_load_and_to_state(n):
             s.apply_action(p, a)
             eng.apply(players, np.full(4, a))
             assert eng.to_state(i).to_dict() == s.to_dict()
+
+
+HEURISTICS = ("derby_exchange", "derby_projection")
+
+
+@pytest.mark.parametrize("n", PLAYER_COUNTS)
+def test_act_batch_matches_choose(n):
+    """Every heuristic's ``act_batch`` gives ``choose``'s action on the reference state, in
+    every position of 24 games played out at random, and leaves the generators as ``choose``
+    leaves its own; some of the decisions are near ties, settled by ``_card_choice``."""
+    from agents.registry import make_policy
+    from derby_envs.core import pcg64
+    from derby_envs.core.policy import choose
+
+    g = make_game("derby", num_players=n)
+    B = 24
+    eng = DerbyBatch(g, B)
+    eng.reset(np.arange(50 * n, 50 * n + B, dtype=np.uint64), np.ones(B, np.bool_))
+    policies = [make_policy(name, g) for name in HEURISTICS]
+    policies.append(make_policy("derby_exchange", g, deny=0.0))
+    near_ties = []
+    for pol in policies:
+        decide = pol._decide_slot
+        pol._decide_slot = lambda *a, _d=decide: near_ties.append(1) or _d(*a)
+    rng = np.random.default_rng(n)
+    rngs = np.stack([pcg64.row_from_generator(np.random.default_rng(s)) for s in range(B)])
+    out = np.zeros(B, np.int64)
+    masks = np.zeros((B, g.num_actions), np.int8)
+    decisions = 0
+    while not eng.terminal.all():
+        players = np.where(eng.terminal, -1, eng.player)
+        for pol in policies:
+            before = rngs.copy()
+            out[:] = -1
+            pol.act_batch(eng, players, rngs, out)
+            for i in np.flatnonzero(players >= 0):
+                gen = pcg64.generator_from_row(before[i])
+                want = choose(pol, eng.to_state(int(i)), int(players[i]), gen)
+                assert out[i] == want, (pol.name, i, eng.to_state(int(i)).to_dict())
+                assert np.array_equal(rngs[i], pcg64.row_from_generator(gen))
+                decisions += 1
+        eng.legal_masks(players, masks)
+        actions = np.zeros(B, np.int64)
+        for i in np.flatnonzero(players >= 0):
+            legal = np.flatnonzero(masks[i])
+            actions[i] = legal[rng.integers(len(legal))]
+        eng.apply(players, actions)
+    assert decisions > 1000 * len(policies)
+    assert near_ties  # the fallback ran
+
+
+def test_act_batch_any_engine():
+    """``act_batch`` reads only the protocol: over reference states it chooses the same."""
+    from agents.registry import make_policy
+    from derby_envs.core.batch import ReferenceBatch
+
+    g = make_game("derby", num_players=4)
+    B = 8
+    seeds = np.arange(B, dtype=np.uint64)
+    engines = [DerbyBatch(g, B), ReferenceBatch(g, B)]
+    for eng in engines:
+        eng.reset(seeds, np.ones(B, np.bool_))
+    pol = make_policy("derby_exchange", g)
+    outs = [np.zeros(B, np.int64) for _ in engines]
+    rngs = np.zeros((B, 6), np.uint64)
+    for _ in range(60):
+        players = np.where(engines[0].terminal, -1, engines[0].player)
+        for eng, out in zip(engines, outs, strict=True):
+            pol.act_batch(eng, players, rngs, out)
+        assert np.array_equal(outs[0], outs[1])
+        for eng in engines:
+            eng.apply(players, outs[0])
