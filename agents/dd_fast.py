@@ -81,6 +81,7 @@ from derby_envs.games.demolition_derby.kernels import (
     _amax,
     _copy_into,
     _derby_scores,
+    _fill,
     _find,
     _njit,
     _sort_by,
@@ -275,7 +276,7 @@ def _load(st, base):
 def _legal_designs(cdesign, hand, pick, counts, p, out):
     """The designs ``p`` can deploy now, ascending, into ``out``; returns the count
     (``counts``: scratch, one entry per design)."""
-    counts[:] = 0
+    _fill(counts, 0)
     for i in range(hand[p, -1]):
         counts[cdesign[hand[p, i]]] += 1
     for j in range(pick[p, -1]):
@@ -655,7 +656,7 @@ def tactical_batch(tb, base, sim, ws, rd, legal, vals, mask, dealing, dscratch, 
             rd[2, ns] = q
             ns += 1
         rd[0, -1], rd[2, -1] = nu, ns
-        vals[:k] = 0.0
+        _fill(vals[:k], 0.0)
         playouts(tb, base, sim, ws, legal, k, rd, rngs[i], sd, vals, p, samples, True, dealing,
                  dscratch, drow)  # fmt: skip
         top = vals[0]

@@ -30,12 +30,16 @@ from derby_envs.games.demolition_derby.kernels import (
     S_PHASE,
     S_WINS,
     STATE_ARRAYS,
+    _fill,
+    _fill_lengths,
 )
 from derby_envs.games.demolition_derby.kernels_turn import _apply, deal_derby, deal_tables
 
 # serial: measured on 2 cores, ``parallel=True`` with ``prange`` over the games made every
-# kernel ~15-20x slower (a game's step is a few microseconds: the threads' hand-offs cost more)
-_njit = numba.njit(cache=True, nogil=True, error_model="numpy")
+# kernel ~15-20x slower (a game's step is a few microseconds: the threads' hand-offs cost
+# more). Without numba's runtime (``_nrt=False``, as the rules kernels): each view of a game's
+# row would otherwise cost an atomic reference count, ~0.3 us a game per call for the 12.
+_njit = numba.njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 _pnjit = _njit
 
 #: the batch's arrays besides the rules' state (STATE_ARRAYS, shapes from ``Sizes``):
@@ -80,11 +84,11 @@ def reset_kernel(tb, S, deck, unused, rng, deal, ws, scratch, seeds, which, term
         tid = 0  # one workspace (serial kernels)
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         pcg64.seed_row(rng[i], seeds[i])
-        sc[i, :] = 0
+        _fill(sc[i], 0)
         sc[i, S_LEVEL] = -1
         sc[i, kn.S_LAST_DERBY] = -1
         sc[i, S_LAST_REASON] = -1
-        lst[i, :, -1] = 0
+        _fill_lengths(lst[i], 0)
         deal_derby(st, rng[i], deal, deck[i], unused[i], scratch[tid])
         _sync(st, n, terminal, to_move, i)
 
@@ -116,7 +120,7 @@ def masks_kernel(tb, S, players, out):
     for i in range(players.shape[0]):
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         if players[i] < 0:
-            out[i, :] = 0
+            _fill(out[i], 0)
         else:
             legal_mask_one(tb, st, players[i], out[i])
 

@@ -46,6 +46,7 @@ from derby_envs.games.demolition_derby.kernels import (
     W_STV,
     W_TOTALS,
     _derby_scores,
+    _fill,
     _find,
     _njit,
     _protected,
@@ -96,7 +97,7 @@ def legal_mask_one(tb, st, p, out):
     the options of ``p``'s pending ability choice; zeros when ``p`` is not to move."""
     card = tb[1]
     hand, pick, lst, tk, topt, sc = st[1], st[3], st[4], st[6], st[7], st[9]
-    out[:] = 0
+    _fill(out, 0)
     if _find(lst[L_MOVERS], p) < 0:
         return
     if sc[S_PHASE] == DEPLOY:
@@ -117,7 +118,7 @@ def legal_mask_one(tb, st, p, out):
 @_njit
 def observe_one(tb, st, deck, unused, ot, ws, p, v):
     """``observer.observation(s, p)`` into ``v`` (zeroed here)."""
-    v[:] = 0.0
+    _fill(v, 0.0)
     if st[9][S_PHASE] != OVER:  # the private part is zero once the match is over
         _observe_private(tb, st, deck, unused, ot, p, v)
         if st[9][S_PHASE] == CHOOSE:

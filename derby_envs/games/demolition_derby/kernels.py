@@ -276,6 +276,21 @@ def _load(st, base):
 
 
 @_njit
+def _fill(a, value):
+    """``a[:] = value`` for a 1-d array, as a plain loop (a slice assignment compiles to a
+    generic loop ~5x slower on these short rows)."""
+    for i in range(a.size):
+        a[i] = value
+
+
+@_njit
+def _fill_lengths(rows, value):
+    """``rows[:, -1] = value``: the length column of a block of list rows."""
+    for r in range(rows.shape[0]):
+        rows[r, -1] = value
+
+
+@_njit
 def _amax(a):
     """``a.max()`` (a method that needs numba's runtime)."""
     top = a[0]

@@ -98,6 +98,8 @@ from derby_envs.games.demolition_derby.kernels import (
     _delete,
     _derby_scores,
     _event,
+    _fill,
+    _fill_lengths,
     _find,
     _njit,
     _remove,
@@ -241,7 +243,7 @@ def _apply_swaps(st, ws):
     if not _has_effect(tk, teff, ntasks, E_SWAP):
         return
     seen = ws[0][W_SEEN]
-    seen[:] = 0
+    _fill(seen, 0)
     for t in range(ntasks):
         for j in range(tk[t, TK_NEFF]):
             if teff[t, j, 0] == E_SWAP:
@@ -325,7 +327,7 @@ def _resolve(tb, st, ws):
             if stopped:
                 _event(st[ST_EV], sc, EV_STOPPED, c, 0, 0, 0, 0)
                 continue
-            tk[ntasks, :] = 0
+            _fill(tk[ntasks], 0)
             tk[ntasks, TK_CARD] = c
             tk[ntasks, TK_PLAYER] = owner[c]
             tk[ntasks, TK_CDESIGN] = card[0, c]
@@ -409,7 +411,7 @@ def _reveal(tb, st, ws):
 def _end_turn(tb, st, ws):
     """``_end_turn``: clear the turn's flags and effects; pass the hands, or end the Derby."""
     cf, hand, lin, lst, sc = st[0], st[1], st[2], st[4], st[9]
-    cf[CF_THIS_TURN, :] = 0
+    _fill(cf[CF_THIS_TURN], 0)
     sc[S_NTP] = 0
     lst[L_STOPPERS, -1] = 0
     lst[L_DISCARD_TURN, -1] = 0
@@ -436,7 +438,7 @@ def _start_turn(st):
     sc[S_PHASE] = DEPLOY
     sc[S_LEVEL] = -1
     sc[S_NTASKS] = 0
-    pick[:, -1] = 0
+    _fill_lengths(pick, 0)
     movers = lst[L_MOVERS]
     for q in range(pick.shape[0]):
         movers[q] = q
@@ -458,7 +460,7 @@ def _end_derby(tb, st, ws):
     _derby_scores(tb, st, ws)
     totals, special = ws[0][W_TOTALS][:n], ws[0][W_SPECIAL][:n]
     win = ws[0][W_LEADS][:n]
-    win[:] = 0
+    _fill(win, 0)
     if _amax(special) > 0:
         _copy_into(win, special)
         reason = R_CONDITION
@@ -501,7 +503,7 @@ def _end_derby(tb, st, ws):
             sc[S_WINS + B_FINAL * n + q] = sc[S_WINS + q] == top
         sc[S_PHASE] = OVER
         lst[L_MOVERS, -1] = 0
-        pick[:, -1] = 0
+        _fill_lengths(pick, 0)
 
 
 @_njit
@@ -539,13 +541,13 @@ def _start_derby(st):
     """``DemolitionDerbyState._start_derby`` after the deal (the hands are in place): empty
     lineups and piles, fresh card flags, the first turn."""
     cf, lin, lst, sc = st[0], st[2], st[4], st[9]
-    lin[:, -1] = 0
+    _fill_lengths(lin, 0)
     lst[L_DISCARD, -1] = 0
     lst[L_DISCARD_TURN, -1] = 0
-    cf[CF_OWNER, :] = -1
-    cf[CF_FACE_UP, :] = 1
-    cf[CF_THIS_TURN, :] = 0
-    cf[CF_DONE, :] = 0
+    _fill(cf[CF_OWNER], -1)
+    _fill(cf[CF_FACE_UP], 1)
+    _fill(cf[CF_THIS_TURN], 0)
+    _fill(cf[CF_DONE], 0)
     sc[S_TURN] = 0
     _start_turn(st)
 
