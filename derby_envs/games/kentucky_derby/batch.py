@@ -97,7 +97,8 @@ class KentuckyDerbyBatch(BatchEngine):
 
     # ----- the protocol ----------------------------------------------------------------------
     def reset(self, seeds: np.ndarray, which: np.ndarray) -> None:
-        kern.reset_games(self.arrays, self.rules, self.rng, np.asarray(seeds, np.uint64), which)
+        pcg64.seed_rows(self.rng, np.asarray(seeds, np.uint64), which)
+        kern.new_games(self.arrays, self.rules, self.rng, which)
 
     def legal_masks(self, players: np.ndarray, out: np.ndarray) -> None:
         kern.legal_masks(self.arrays, self.rules, players, out)

@@ -187,10 +187,9 @@ def start_race(st, ru, i, rng):
 
 
 @njit(inline="always")  # a call would pass (and count references to) every array
-def reset_game(st, ru, i, rng, seed):
-    """``KentuckyDerbyGame.new_initial_state(seed)``: ``KentuckyDerbyState.__init__`` and the
-    first ``_start_race``."""
-    pcg64.seed_row(rng, seed)
+def new_game(st, ru, i, rng):
+    """``KentuckyDerbyGame.new_initial_state``: ``KentuckyDerbyState.__init__`` and the first
+    ``_start_race``, from the seeded generator ``rng`` (``pcg64.seed_row``)."""
     st.race[i] = 0
     st.dealer[i] = 0
     st.over[i] = False
@@ -215,12 +214,13 @@ def reset_game(st, ru, i, rng, seed):
     start_race(st, ru, i, rng)
 
 
-@njit
-def reset_games(st, ru, rngs, seeds, which):
-    """:func:`reset_game` for every game ``i`` with ``which[i]``."""
+@lean_njit
+def new_games(st, ru, rngs, which):
+    """:func:`new_game` for every game ``i`` with ``which[i]`` (seeded by ``pcg64.seed_rows``,
+    which allocates and so runs apart)."""
     for i in range(rngs.shape[0]):
         if which[i]:
-            reset_game(st, ru, i, rngs[i], seeds[i])
+            new_game(st, ru, i, rngs[i])
 
 
 # ----- the race ---------------------------------------------------------------------------------
