@@ -193,13 +193,19 @@ def _swap_gives(tb, st, op, t, prot, nprot, stv, out):
 @_njit
 def _advance(tb, st, t, ws):
     """``abilities.advance``: run task ``t`` until it needs a decision or is done."""
-    des, ops = tb[2], tb[3]
-    tk = st[6]
-    dummy = ws[0][W_DUMMY]
     # the effects are applied when the level is: the lineups, hence the Strengths and
     # the protections, stay as they are while a task runs
     _strengths(tb, st, False, ws)
-    nprot = _protectors(tb, st, ws[1], ws)
+    _advance_ready(tb, st, t, ws, _protectors(tb, st, ws[1], ws))
+
+
+@_njit
+def _advance_ready(tb, st, t, ws, nprot):
+    """:func:`_advance` with the current Strengths (W_STV) and the ``nprot`` active
+    protections (``ws[1]``) already computed (the tasks of one level share them)."""
+    des, ops = tb[2], tb[3]
+    tk = st[6]
+    dummy = ws[0][W_DUMMY]
     while not tk[t, TK_DONE] and tk[t, TK_NOPTS] == 0:
         d = tk[t, TK_DESIGN]
         if tk[t, TK_I] >= des[d, DC_OP1] - des[d, DC_OP0]:

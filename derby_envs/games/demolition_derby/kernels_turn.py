@@ -102,11 +102,14 @@ from derby_envs.games.demolition_derby.kernels import (
     _fill_lengths,
     _find,
     _njit,
+    _protectors,
     _remove,
     _sort_by,
+    _strengths,
 )
 from derby_envs.games.demolition_derby.kernels_abilities import (
     _advance,
+    _advance_ready,
     _decide,
 )
 
@@ -336,8 +339,11 @@ def _resolve(tb, st, ws):
             tk[ntasks, TK_KIND] = -1
             ntasks += 1
         sc[S_NTASKS] = ntasks
-        for t in range(ntasks):
-            _advance(tb, st, t, ws)
+        if ntasks:  # the level's tasks share the Strengths and protections (see _advance)
+            _strengths(tb, st, False, ws)
+            nprot = _protectors(tb, st, ws[1], ws)
+            for t in range(ntasks):
+                _advance_ready(tb, st, t, ws, nprot)
         _set_movers(st)
         if lst[L_MOVERS, -1]:
             sc[S_PHASE] = CHOOSE
