@@ -23,35 +23,11 @@ from derby_envs.core import pcg64
 from derby_envs.core.batch import BatchEngine
 from derby_envs.core.seats import seat_order
 from derby_envs.games.kentucky_derby import batch_kernels as kern
-from derby_envs.games.kentucky_derby.constants import COURSE, NUM_CARDS
+from derby_envs.games.kentucky_derby.batch_kernels import FIELDS, P
+from derby_envs.games.kentucky_derby.constants import COURSE
 from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame, KentuckyDerbyState
 
-P = "n"  # a per-player axis in FIELDS
-#: the state of B games: name -> (shape after the game axis, dtype, meaning)
-FIELDS: dict[str, tuple[tuple[Any, ...], Any, str]] = {
-    "race": ((), np.int64, "index of the race being bet on / run"),
-    "dealer": ((), np.int64, "seat of this race's dealer"),
-    "over": ((), np.bool_, "the session is over"),
-    "chips": ((P,), np.int64, "each player's chips"),
-    "active": ((P,), np.bool_, "still plays (False: sat out for want of the ante)"),
-    "pool": ((), np.int64, "ante pool incl. carry-over"),
-    "pot_carry": ((), np.int64, "stake pot carried from earlier races"),
-    "bet_horse": ((P,), np.int64, "horse backed this race, -1: none yet"),
-    "bet_stake": ((P,), np.int64, "stake on the pari-mutuel pot"),
-    "deck": ((NUM_CARDS,), np.int8, "this race's pack: 7 course cards, then the stock"),
-    "last_first": ((), np.int64, "winner of the previous race, -1: none"),
-    "last_second": ((), np.int64, "second of the previous race, -1: none"),
-    "has_last": ((), np.bool_, "a race has been run (last_race is not None)"),
-    "last_bet_horse": ((P,), np.int64, "the previous race's bets: horses"),
-    "last_bet_stake": ((P,), np.int64, "the previous race's bets: stakes"),
-    "last_payouts": ((P,), np.int64, "the previous race's payouts"),
-    "last_positions": ((4,), np.int64, "the previous race's final positions"),
-    "last_reshuffles": ((), np.int64, "the previous race's reshuffles of the stock"),
-    "last_deck": ((NUM_CARDS,), np.int8, "the pack the previous race was dealt from"),
-    "last_rng": ((pcg64.WORDS,), np.uint64, "the generator before the previous race's deal"),
-    "serial": ((), np.int64, "races run and resets in this row (dates a loaded record)"),
-}
-NO_PILES = np.zeros((4, 0), np.int8)  # the hot path records no piles (see last_race)
+NO_PILES = np.zeros((kern.NUM_HORSES, 0), np.int8)  # the hot path records no piles (see last_race)
 PILE_CAPACITY = 64  # cards per horse recorded at the first try of a replay
 
 
@@ -91,8 +67,8 @@ class KentuckyDerbyBatch(BatchEngine):
         self.last_first[:] = kern.NO_HORSE
         self.last_second[:] = kern.NO_HORSE
         self.over[:] = True
-        self.arrays = kern.Arrays(**{k: getattr(self, k) for k in kern.ARRAY_NAMES})
-        self._pile_len = np.zeros(4, np.int64)
+        self.arrays = kern.Arrays(**{k: getattr(self, k) for k in kern.Arrays._fields})
+        self._pile_len = np.zeros(kern.NUM_HORSES, np.int64)
         self._loaded: dict[int, tuple[int, dict[str, Any]]] = {}  # i -> (serial, last_race)
 
     # ----- the protocol ----------------------------------------------------------------------
@@ -134,10 +110,10 @@ class KentuckyDerbyBatch(BatchEngine):
             return loaded[1]
         capacity = PILE_CAPACITY
         while True:
-            piles = np.zeros((4, capacity), np.int8)
+            piles = np.zeros((kern.NUM_HORSES, capacity), np.int8)
             stock = self.last_deck[i, COURSE:].copy()
             rng = self.last_rng[i].copy()
-            pos = np.zeros(4, np.int64)
+            pos = np.zeros(kern.NUM_HORSES, np.int64)
             first, second, reshuffles = kern.run_race(
                 self.rules.moves, stock, rng, self.rules.second_place, pos, piles, self._pile_len
             )

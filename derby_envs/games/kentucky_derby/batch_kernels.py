@@ -4,8 +4,10 @@ Each kernel mirrors one function of the reference engine (``engine.py``) or obse
 (``observer.py``), named in its docstring; ``derby_envs.core.batch_check.batch_battery`` plays
 both side by side and compares them after every move (``tests/games/test_kentucky_derby_batch.py``).
 
-The state of the B games is the named tuple :class:`Arrays` (one row a game, declared once in
-``batch.FIELDS``); the game's fixed parameters are the named tuple :class:`Rules`. Chance draws
+The state of the B games is the named tuple :class:`Arrays` (one row a game, its fields
+declared once in :data:`FIELDS`); the game's fixed parameters are the named tuple
+:class:`Rules`. The kernels of a step are compiled without reference counting
+(:data:`lean_njit`). Chance draws
 come from each game's row of ``rng`` (:mod:`derby_envs.core.pcg64`), draw for draw as the
 reference engine's ``numpy`` Generator.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections import namedtuple
+from typing import Any
 
 import numba
 import numpy as np
@@ -52,33 +55,34 @@ Rules = namedtuple(
     ],
 )
 
-#: the state of B games: the fields of ``batch.FIELDS``, in that order
-ARRAY_NAMES = (
-    "race",
-    "dealer",
-    "over",
-    "chips",
-    "active",
-    "pool",
-    "pot_carry",
-    "bet_horse",
-    "bet_stake",
-    "deck",
-    "last_first",
-    "last_second",
-    "has_last",
-    "last_bet_horse",
-    "last_bet_stake",
-    "last_payouts",
-    "last_positions",
-    "last_reshuffles",
-    "last_deck",
-    "last_rng",
-    "serial",
-    "to_move",
-    "terminal",
-)
-Arrays = namedtuple("Arrays", ARRAY_NAMES)
+P = "n"  # a per-player axis in FIELDS
+#: the state of B games: name -> (shape after the game axis, dtype, meaning)
+FIELDS: dict[str, tuple[tuple[Any, ...], Any, str]] = {
+    "race": ((), np.int64, "index of the race being bet on / run"),
+    "dealer": ((), np.int64, "seat of this race's dealer"),
+    "over": ((), np.bool_, "the session is over"),
+    "chips": ((P,), np.int64, "each player's chips"),
+    "active": ((P,), np.bool_, "still plays (False: sat out for want of the ante)"),
+    "pool": ((), np.int64, "ante pool incl. carry-over"),
+    "pot_carry": ((), np.int64, "stake pot carried from earlier races"),
+    "bet_horse": ((P,), np.int64, "horse backed this race, -1: none yet"),
+    "bet_stake": ((P,), np.int64, "stake on the pari-mutuel pot"),
+    "deck": ((NUM_CARDS,), np.int8, "this race's pack: 7 course cards, then the stock"),
+    "last_first": ((), np.int64, "winner of the previous race, -1: none"),
+    "last_second": ((), np.int64, "second of the previous race, -1: none"),
+    "has_last": ((), np.bool_, "a race has been run (last_race is not None)"),
+    "last_bet_horse": ((P,), np.int64, "the previous race's bets: horses"),
+    "last_bet_stake": ((P,), np.int64, "the previous race's bets: stakes"),
+    "last_payouts": ((P,), np.int64, "the previous race's payouts"),
+    "last_positions": ((NUM_HORSES,), np.int64, "the previous race's final positions"),
+    "last_reshuffles": ((), np.int64, "the previous race's reshuffles of the stock"),
+    "last_deck": ((NUM_CARDS,), np.int8, "the pack the previous race was dealt from"),
+    "last_rng": ((pcg64.WORDS,), np.uint64, "the generator before the previous race's deal"),
+    "serial": ((), np.int64, "races run and resets in this row (dates a loaded record)"),
+}
+#: the state of B games as the kernels take it: ``FIELDS``, then the protocol's
+#: ``to_move`` ``(B, n)`` and ``terminal`` ``(B,)`` (``core.batch.BatchEngine``)
+Arrays = namedtuple("Arrays", [*FIELDS, "to_move", "terminal"])
 
 
 # ----- the pack's shuffles ----------------------------------------------------------------------
@@ -130,7 +134,7 @@ def deal_pack(row, deck):
 
 
 # ----- setup of a race ------------------------------------------------------------------------
-@njit(inline="always")  # a call would pass (and count references to) every array
+@njit(inline="always")  # a call would pass every array of the state
 def _find_bettors(st, ru, i):
     """``to_move[i]`` from the bets: ``KentuckyDerbyState.current_players`` (the active
     players without a bet, from the dealer's left; sequential betting: the first of them).
@@ -148,7 +152,7 @@ def _find_bettors(st, ru, i):
     return left
 
 
-@njit(inline="always")  # a call would pass (and count references to) every array
+@njit(inline="always")  # a call would pass every array of the state
 def _end_session(st, ru, i):
     """``KentuckyDerbyState._end_session``: the last race's bets stay in the state."""
     st.over[i] = True
@@ -157,7 +161,7 @@ def _end_session(st, ru, i):
         st.to_move[i, p] = False
 
 
-@njit(inline="always")  # a call would pass (and count references to) every array
+@njit(inline="always")  # a call would pass every array of the state
 def start_race(st, ru, i, rng):
     """``KentuckyDerbyState._start_race``: the ante, the dealer, the betting order and a
     shuffled pack (one ``permutation(48)`` from ``rng``), or the end of the session."""
@@ -186,7 +190,7 @@ def start_race(st, ru, i, rng):
     _find_bettors(st, ru, i)
 
 
-@njit(inline="always")  # a call would pass (and count references to) every array
+@njit(inline="always")  # a call would pass every array of the state
 def new_game(st, ru, i, rng):
     """``KentuckyDerbyGame.new_initial_state``: ``KentuckyDerbyState.__init__`` and the first
     ``_start_race``, from the seeded generator ``rng`` (``pcg64.seed_row``)."""
@@ -308,7 +312,7 @@ def run_race(moves, stock, rng, second_place, pos, piles, pile_len):
                 pos[h] += moves[h, card]
 
 
-@njit(inline="always")  # a call would pass (and count references to) every array
+@njit(inline="always")  # a call would pass every array of the state
 def settle(st, ru, i, first, second):
     """``KentuckyDerbyState._settle``: the ante pool (second's backers get their ante back
     first, winners share the rest, odd chips carry over) and the pari-mutuel stake pot.
@@ -350,7 +354,7 @@ def settle(st, ru, i, first, second):
         chips[p] += paid[p]
 
 
-@njit(inline="always")  # a call would pass (and count references to) every array
+@njit(inline="always")  # a call would pass every array of the state
 def finish_betting(st, ru, i, rng, piles, pile_len):
     """The end of ``KentuckyDerbyState._apply`` once everyone has bet: ``_run_race`` (the
     pack and generator before it kept for the record, see ``batch.last_race``), the next
@@ -386,7 +390,7 @@ def finish_betting(st, ru, i, rng, piles, pile_len):
     return True
 
 
-@njit(inline="always")  # a call would pass (and count references to) every array
+@njit(inline="always")  # a call would pass every array of the state
 def apply_row(st, ru, i, rng, player, action, piles, pile_len):
     """``KentuckyDerbyState._apply``: the bet, and when it was the last, the race and the
     next. Returns False when the race did not finish."""
@@ -413,7 +417,7 @@ def apply_actions(st, ru, rngs, players, actions, piles, pile_len):
 
 
 # ----- what the players see ---------------------------------------------------------------------
-@njit(inline="always")  # a call would pass (and count references to) every array
+@njit(inline="always")  # a call would pass every array of the state
 def max_stake_of(st, ru, i, p):
     """``KentuckyDerbyState.max_stake``."""
     return min(ru.max_stake, st.chips[i, p])
