@@ -466,7 +466,7 @@ class _DerbyBase:
         return self._card_choice(ev, dec_p[: info[2]], bool(info[3]), bool(info[4]), mask)
 
     # ----- many games per call ---------------------------------------------------------------
-    _SLOTS = 16  # rows prepared per chunk (their work arrays: ~0.4 MB a row)
+    _SLOTS = 4  # rows per chunk (~0.4 MB of work arrays a row: more fall out of the caches)
 
     def act_batch(self, engine, players: np.ndarray, rngs: np.ndarray, out: np.ndarray) -> None:
         """``act`` for every row with ``players[i] >= 0`` of a batched engine
@@ -1278,10 +1278,10 @@ def _k_values(FW, IW, need, lay, z, nopp, exchanges, deny, cards_phase):
 # one shared buffer and counts its phi arguments; numpy's exp runs once over the chunk's
 # tables; _kb_z writes every row's phi arguments into a second shared buffer; numpy's exp once
 # more; _kb_choose computes the values and makes each row's choice (_card_choice compiled).
-# Where the two best options of a card phase lie within _NEAR_TIE of each other, the row is
-# decided by the Python _card_choice on the kernel's values instead (its dot products are
-# numpy's; a compiled sum may differ from them in the last bit): every action is the one
-# ``act`` gives.
+# Where the two best options of a card phase lie within _NEAR_TIE of each other and one of
+# them involves a decline's dot products or a blind draw's mean, the row is decided by the
+# Python _card_choice on the kernel's values instead (numpy's dot may round otherwise than a
+# compiled sum): every action is the one ``act`` gives.
 _NEAR_TIE = 1e-11
 _DONE, _PREPARED = 0, 1  # a row's status after _kb_prepare
 
@@ -1360,14 +1360,17 @@ def _choose_cards(ev, nv, nc, dec_p, num_played, card_played, mask, vals, buf):
                     d += dec_p[j] * ev[(1 + j) * nc + c]
                 best[c] = max(best[c], d)
         _card_values(best, nc, mask, vals)
-    top, second, action = -np.inf, -np.inf, -1
+    top, second, action, runner_up = -np.inf, -np.inf, -1, -1
     for a in range(len(vals)):
         v = vals[a]
         if v > top:
-            top, second, action = v, top, a
+            top, second, action, runner_up = v, top, a, action
         elif v > second:
-            second = v
-    if top - second <= _NEAR_TIE * max(1.0, abs(top)):
+            second, runner_up = v, a
+    # a decline's values are dot products (numpy's may round otherwise), a blind draw's a
+    # mean: where one of them is close to the best, the Python _card_choice decides
+    inexact = nd > 0 or action == BLIND or runner_up == BLIND
+    if inexact and top - second <= _NEAR_TIE * max(1.0, abs(top)):
         return -1
     return action
 
