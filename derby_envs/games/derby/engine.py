@@ -43,9 +43,11 @@ meaning; ``docs/derby.md`` shows the same table, a test checks they agree); seat
 (``derby_envs.core.seats``: index 0 = the observer, 1 = the player on its left, ...). The
 rules keep an incremental feature vector up to date through the hooks of ``observer``.
 
-Module map: ``constants`` (action ids, phases), ``engine`` (the rules, the state's field
-declaration and load checks, scenarios), ``observer`` (the observation), ``text`` (action
-names, turn records, the text view), ``render`` (the picture).
+Module map: ``constants`` (action ids, phases), ``components`` (the deck, tickets and board
+from data files), ``engine`` (the rules and the state's field declaration), ``saving`` (the
+derived fields and the checks a loaded state passes), ``scenario`` (the scenario builders),
+``observer`` (the observation), ``text`` (action names, turn records, the text view),
+``render`` (the picture), ``batch`` and ``batch_kernels`` (the rules over B games, compiled).
 
 Information model: the observation is everything a player with perfect memory knows, with no
 inference from the other players' behaviour. Hidden from everyone are the order of the draw pile,
@@ -60,10 +62,8 @@ before: a projected score would reward luck in mid-race positions rather than th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,18 +81,17 @@ from derby_envs.core.fields import (
     StateFields,
     lazy_rng,
 )
-from derby_envs.core.game import (
-    Game,
-    State,
-    saved_check,
-    saved_int,
-    saved_ints,
-    saved_list,
-    win_share_returns,
-)
+from derby_envs.core.game import Game, State, saved_int, win_share_returns
 from derby_envs.core.params import Param
 from derby_envs.core.seats import seat_orders
-from derby_envs.games.derby import observer, text
+from derby_envs.games.derby import observer, saving, scenario, text
+from derby_envs.games.derby.components import (  # noqa: F401 - DATA_DIR: part of the API
+    DATA_DIR,
+    board,
+    default_track,
+    load_deck,
+    load_tickets,
+)
 from derby_envs.games.derby.constants import (
     BLIND,
     CARDS,
@@ -107,112 +106,7 @@ from derby_envs.games.derby.constants import (
     PHASE_NAMES,
     PLAY,
     SKIP,
-    SOURCE_NAMES,
 )
-
-DATA_DIR = Path(__file__).parent / "data"
-
-
-def _load_json(path: Path, what: str) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidParameterError(f"parameter {what!r}: no such file {str(path)!r}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidParameterError(
-            f"parameter {what!r}: cannot read {str(path)!r}: {exc}"
-        ) from None
-
-
-def _strict_int(v: Any) -> int:
-    """An int from a data file; bools and floats (``true``, ``1.5``) are refused (TypeError)."""
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"expected an integer, got {v!r}")
-    return v
-
-
-def _board() -> dict:
-    return json.loads((DATA_DIR / "board.json").read_text())
-
-
-def _pick(name: str, file: str, key: str, item_key: str, what: str) -> dict:
-    """A preset of ``data/<file>`` by name, or the first preset (or the only set) of a JSON path."""
-    if name.endswith(".json"):
-        data = _load_json(Path(name), what)
-        if isinstance(data, dict) and key in data:
-            sets = data[key]
-            if not isinstance(sets, dict) or not sets:
-                raise InvalidParameterError(f"parameter {what!r}: {name!r} has no {key!r} entries")
-            return next(iter(sets.values()))
-        if isinstance(data, dict) and item_key in data:
-            return data
-        raise InvalidParameterError(
-            f"parameter {what!r}: {name!r} has neither a {key!r} mapping nor {item_key!r}"
-        )
-    sets = json.loads((DATA_DIR / file).read_text())[key]
-    if name not in sets:
-        raise InvalidParameterError(
-            f"parameter {what!r}: got {name!r}, expected one of "
-            + ", ".join(repr(s) for s in sets)
-            + " or the path of a .json file"
-        )
-    return sets[name]
-
-
-def load_deck(name: str) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
-    """The movement cards as ``(movers bottom to top, exchange colours)`` pairs.
-
-    ``name`` is a deck of ``data/movement_deck.json`` or the path of a JSON file with the same
-    layout. The exchange colours must be exactly the horses that do not move (rules: "always the
-    colours NOT involved in the movement").
-    """
-    spec = _pick(name, "movement_deck.json", "decks", "cards", "deck")
-    cards = spec.get("cards") if isinstance(spec, dict) else None
-    if not isinstance(cards, list) or len(cards) < 3:
-        raise InvalidParameterError("parameter 'deck': a deck needs a 'cards' list of 3 or more")
-    out = []
-    for i, card in enumerate(cards):
-        try:
-            moves = [_strict_int(h) for h in card["moves"]]
-            exchange = sorted(_strict_int(h) for h in card["exchange"])
-        except (KeyError, TypeError, ValueError):
-            raise InvalidParameterError(
-                f"parameter 'deck': card {i} needs 'moves' and 'exchange' lists of horse indices"
-            ) from None
-        rest = sorted(set(range(NUM_HORSES)) - set(moves))
-        if (
-            not moves
-            or len(set(moves)) != len(moves)
-            or not all(0 <= h < NUM_HORSES for h in moves)
-            or exchange != rest
-        ):
-            raise InvalidParameterError(
-                f"parameter 'deck': card {i} must move 1-9 distinct horses 0..8 and list "
-                f"exactly the others as exchange colours (got moves {moves}, exchange {exchange})"
-            )
-        out.append((tuple(moves), tuple(exchange)))
-    return tuple(out)
-
-
-def load_tickets(name: str) -> tuple[tuple[int, int], ...]:
-    """The ``(threshold place, profit)`` tickets every colour has, sorted by threshold."""
-    spec = _pick(name, "tickets.json", "sets", "per_colour", "tickets")
-    per = spec.get("per_colour") if isinstance(spec, dict) else None
-    try:
-        tickets = [(_strict_int(t), _strict_int(p)) for t, p in per]
-    except (TypeError, ValueError):
-        raise InvalidParameterError(
-            "parameter 'tickets': 'per_colour' must be a list of [threshold, profit] pairs"
-        ) from None
-    if not tickets or not all(1 <= t <= NUM_HORSES and p >= 0 for t, p in tickets):
-        raise InvalidParameterError(
-            "parameter 'tickets': thresholds must be places 1..9 and profits >= 0"
-        )
-    return tuple(sorted(tickets))
-
-
-def _default_track(params: dict) -> int:
-    return int(_board()["track_length"]["value"])
 
 
 class DerbyGame(Game):
@@ -225,7 +119,7 @@ class DerbyGame(Game):
         Param("num_players", 4, int, "number of players", low=3, high=5),
         Param(
             "track_length",
-            _default_track,
+            default_track,
             int,
             "spaces to the finish (our reconstruction, default 110 from data/board.json)",
             low=1,
@@ -257,7 +151,7 @@ class DerbyGame(Game):
     # ----- static data ----------------------------------------------------------------
     @cached_property
     def colours(self) -> tuple[str, ...]:
-        return tuple(_board()["colours"]["names"])
+        return tuple(board()["colours"]["names"])
 
     @cached_property
     def cards(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
@@ -318,7 +212,7 @@ class DerbyGame(Game):
     @cached_property
     def number_cards(self) -> tuple[int, ...]:
         """One player's number cards (rulebook, by player count)."""
-        return tuple(_board()["number_cards"][str(self.num_players)])
+        return tuple(board()["number_cards"][str(self.num_players)])
 
     @cached_property
     def max_number(self) -> int:
@@ -399,15 +293,15 @@ class DerbyGame(Game):
         """The start of a turn (cards phase), from what ``d`` says; the rest as dealt."""
         assert isinstance(state, DerbyState)
         if "turn" in d:
-            _scenario_turn(state, saved_int(d["turn"], "turn", 0, self.total_turns - 1))
+            scenario.turn(state, saved_int(d["turn"], "turn", 0, self.total_turns - 1))
         if "numbers" in d:
-            _scenario_numbers(state, d["numbers"])
+            scenario.numbers(state, d["numbers"])
         if "positions" in d or "finish_order" in d:
-            _scenario_board(state, d.get("positions", state.pos), d.get("finish_order"))
+            scenario.board(state, d.get("positions", state.pos), d.get("finish_order"))
         if "hands" in d:
-            _scenario_hands(state, d["hands"])
+            scenario.hands(state, d["hands"])
         if "open" in d or "next_cards" in d:
-            _scenario_cards(state, d.get("open", state.open), d.get("next_cards", []))
+            scenario.cards(state, d.get("open", state.open), d.get("next_cards", []))
 
     def horse(self, name: Any) -> int:
         """A horse by colour name (``"red"``) or index 0..8; StateFormatError otherwise."""
@@ -443,225 +337,6 @@ def final_places(pos: list[int], place: list[int], finished: int) -> list[int]:
         else:
             out[h] = finished + 1 + i
     return out
-
-
-# ----- scenario builders (see DerbyGame._build_scenario); the result is checked on load ------
-def _scenario_turn(s: DerbyState, turn: int) -> None:
-    """``turn`` turns played: every seat's number cards played so far leave its deck."""
-    n = s.game.num_players
-    s.turn, s.player = turn, turn % n
-    for q in range(n):
-        played = (turn + n - 1 - q) // n
-        cards = ([s.up[q]] + s.decks[q])[played:]
-        s.up[q], s.decks[q], s.hidden[q] = cards[0], cards[1:], len(cards) - 1
-    s.record = [s.player, 0, 0, -1, -1, -1, -1]
-
-
-def _scenario_numbers(s: DerbyState, raw: Any) -> None:
-    """Per seat ``[face-up, next, ..., bottom]``: the number cards it has left."""
-    g = s.game
-    rows = saved_list(raw, "numbers", g.num_players)
-    for q, row in enumerate(rows):
-        cards = saved_ints(row, f"numbers[{q}]", None, 1, g.max_number)
-        saved_check(bool(cards), f"numbers[{q}]: a player has a number card until the end")
-        s.up[q], s.decks[q], s.hidden[q] = cards[0], cards[1:], len(cards) - 1
-
-
-def _scenario_board(s: DerbyState, positions: Any, finish_order: Any) -> None:
-    g = s.game
-    L = g.params["track_length"]
-    if isinstance(positions, Mapping):
-        pos = s.pos[:]
-        for name, x in positions.items():
-            pos[g.horse(name)] = saved_int(x, f"positions[{name!r}]", 0, L)
-    else:
-        pos = saved_ints(positions, "positions", NUM_HORSES, 0, L)
-    if finish_order is None:
-        order = [h for h in range(NUM_HORSES) if pos[h] >= L]
-    else:
-        order = [g.horse(h) for h in saved_list(finish_order, "finish_order")]
-    for h in order:
-        pos[h] = L
-    s.pos, s.finish_order = pos, order
-
-
-def _scenario_hands(s: DerbyState, raw: Any) -> None:
-    """Per seat 9 tickets (one per colour) by threshold place; the others form the stocks."""
-    g = s.game
-    n, K = g.num_players, g.tickets_per_colour
-    rows = [
-        saved_ints(r, f"hands[{q}]", NUM_HORSES, 1, NUM_HORSES)
-        for q, r in enumerate(saved_list(raw, "hands", n))
-    ]
-    everyone = (1 << n) - 1
-    for c in range(NUM_HORSES):
-        free = s.stock[c] + [row[c] for row in s.hand]  # as dealt: the stock order first
-        for q in range(n):
-            match = [t for t in free if g.threshold[t] == rows[q][c]]
-            if not match:
-                raise StateFormatError(
-                    f"hands[{q}]: no {g.colours[c]} ticket for place {rows[q][c]} is left"
-                )
-            s.hand[q][c] = match[0]
-            free.remove(match[0])
-        s.stock[c] = free
-        s.stock_known[c] = [everyone] + [0] * (K - n - 1)
-    s.hand_known = [[1 << q] * NUM_HORSES for q in range(n)]
-
-
-def _scenario_cards(s: DerbyState, open_cards: Any, next_cards: Any) -> None:
-    """The two open movement cards (ids, -1: none) and the next ones drawn (first = top)."""
-    g = s.game
-    top = g.num_cards - 1
-    s.open = saved_ints(open_cards, "open", 2, -1, top)
-    ahead = saved_ints(next_cards, "next_cards", None, 0, top)
-    placed = set(ahead) | {c for c in s.open if c >= 0}
-    rest = [c for c in s.pile if c not in placed] + [
-        c for c in range(g.num_cards) if c not in placed and c not in s.pile
-    ]
-    s.pile = rest + ahead[::-1]  # drawn from the end
-    s.discard = []
-
-
-# ----- a loaded position must be one the rules can reach: derived fields and named checks ----
-def _derive_places(s: DerbyState) -> None:
-    s.place = [0] * NUM_HORSES
-    for i, h in enumerate(s.finish_order):
-        s.place[h] = i + 1
-
-
-def _derive_num_left(s: DerbyState) -> None:
-    s.num_left = [[0] * s.game.max_number for _ in range(s.game.num_players)]
-    for q, deck in enumerate(s.decks):
-        for v in [s.up[q], *deck]:
-            if v:  # up 0: the face-up card is played this turn
-                s.num_left[q][v - 1] += 1
-
-
-def _check_turn(s: DerbyState) -> None:
-    n = s.game.num_players
-    if s.phase != OVER:
-        saved_check(
-            s.player == s.turn % n, f"turn {s.turn} is seat {s.turn % n}'s, not {s.player}'s"
-        )
-
-
-def _check_finish(s: DerbyState) -> None:
-    L = s.game.params["track_length"]
-    saved_check(
-        len(set(s.finish_order)) == len(s.finish_order)
-        and all(s.pos[h] == L for h in s.finish_order),
-        "finish_order must list distinct horses that are on the finish",
-    )
-    saved_check(
-        not any(x >= L and not s.place[h] for h, x in enumerate(s.pos)),
-        "a horse at the finish is missing from finish_order",
-    )
-
-
-def _check_movement_cards(s: DerbyState) -> None:
-    in_play = [c for c in (*s.open, s.move_card) if c >= 0]
-    saved_check(
-        sorted(s.pile + s.discard + in_play) == list(range(s.game.num_cards)),
-        "the movement cards are not all accounted for exactly once",
-    )
-
-
-def _check_number_cards(s: DerbyState) -> None:
-    """Every seat's number cards: hidden part, and cards left for the turns played."""
-    g = s.game
-    n = g.num_players
-    for q in range(n):
-        saved_check(s.hidden[q] <= len(s.decks[q]), f"player {q}: hidden count out of range")
-    left = sum(map(sum, s.num_left)) + (1 if s.num_card else 0)
-    saved_check(
-        left == len(g.number_cards) * n - s.turn, "number cards left do not match the turns played"
-    )
-    for q in range(n):
-        played = (s.turn + n - 1 - q) // n + (q == s.player and s.num_card > 0)
-        saved_check(
-            sum(s.num_left[q]) == len(g.number_cards) - played
-            and all(
-                s.num_left[q][v - 1] <= g.number_cards.count(v) for v in range(1, g.max_number + 1)
-            ),
-            f"player {q}'s number cards do not fit the rulebook deck",
-        )
-
-
-def _check_tickets(s: DerbyState) -> None:
-    """Every ticket once; who knows which ticket (own tickets, face-up stock tickets)."""
-    g = s.game
-    n = g.num_players
-    K = g.tickets_per_colour
-    for c in range(NUM_HORSES):
-        ids = sorted([row[c] for row in s.hand] + s.stock[c])
-        saved_check(
-            ids == list(range(c * K, (c + 1) * K)),
-            f"the {g.colours[c]} tickets are not all accounted for",
-        )
-    saved_check(
-        all(s.hand_known[q][c] >> q & 1 for q in range(n) for c in range(NUM_HORSES)),
-        "a player must know their own tickets",
-    )
-    everyone = (1 << n) - 1
-    saved_check(
-        all(row[0] == everyone for row in s.stock_known),
-        "the face-up tickets are known to everyone",
-    )
-
-
-def _check_phase(s: DerbyState) -> None:
-    g = s.game
-    phase_ok = {
-        OVER: s.turn == g.total_turns or len(s.finish_order) == NUM_HORSES,
-        EXCHANGE: s.num_card > 0 and s.move_card >= 0,
-        CARDS: not (s.num_card and s.move_card >= 0),
-    }
-    saved_check(phase_ok[s.phase], f"inconsistent {PHASE_NAMES[s.phase]} phase")
-
-
-def _check_records(s: DerbyState) -> None:
-    """The turn records (shown by render_text, extended move by move) must describe this
-    position: [player, number, declined, card, source, exchange colour, exchange mode,
-    finishers...]."""
-    g = s.game
-    n = g.num_players
-    for name, rec in (("record", s.record), ("last_record", s.last_record)):
-        if not rec:
-            continue
-        if not (
-            len(rec) >= 7
-            and 0 <= rec[0] < n
-            and 0 <= rec[1] <= g.max_number
-            and 0 <= rec[2] <= g.max_number
-            and -1 <= rec[3] < g.num_cards
-            and -1 <= rec[4] < len(SOURCE_NAMES)
-            and (rec[3] >= 0) == (rec[4] >= 0)
-            and -1 <= rec[5] < NUM_HORSES
-            and -1 <= rec[6] <= 1
-            and (rec[5] >= 0) == (rec[6] >= 0)
-            and len(set(rec[7:])) == len(rec) - 7
-            and all(0 <= h < NUM_HORSES for h in rec[7:])
-        ):
-            raise StateFormatError(f"malformed turn {name} {rec}")
-    rec = s.record
-    if s.phase == OVER:
-        if rec:
-            raise StateFormatError("the game is over: the turn record must be empty")
-        return
-    finishers = rec[7:] if len(rec) >= 7 else None
-    if not (
-        finishers is not None
-        and rec[0] == s.player
-        and rec[1] == s.num_card
-        and rec[3] == s.move_card
-        and rec[5] == -1
-        and s.finish_order[len(s.finish_order) - len(finishers) :] == finishers
-    ):
-        raise StateFormatError(
-            f"the turn record {rec} does not match the turn in progress (player "
-            f"{s.player}, number {s.num_card}, card {s.move_card})"
-        )
 
 
 class DerbyState(State):
@@ -1083,14 +758,6 @@ class DerbyState(State):
         Cache("_mask"),  # never mutated (legal_mask hands out copies): shared
         Cache("_vec", copy="array"),
         Cache("_result"),  # replaced, never mutated
-        derive=(_derive_places, _derive_num_left),
-        checks=(
-            _check_turn,
-            _check_finish,
-            _check_movement_cards,
-            _check_number_cards,
-            _check_tickets,
-            _check_phase,
-            _check_records,
-        ),
+        derive=saving.DERIVE,
+        checks=saving.CHECKS,
     )
