@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from derby_envs.games.demolition_derby import constants as _codes
 from derby_envs.games.demolition_derby.observer import STRENGTH_CAP, TOTAL_CAP
@@ -251,28 +252,37 @@ def _remove(row, x):
         _delete(row, i)
 
 
-@_njit
 def _copy_into(a, b):
-    """``a[...] = b`` for same-shaped C arrays (a slice assignment would need numba's
-    runtime)."""
-    fa, fb = a.reshape(a.size), b.reshape(b.size)
-    for i in range(fb.size):
-        fa[i] = fb[i]
+    """``a[...] = b`` for same-shaped C arrays of 1 to 3 dimensions, as plain loops (a slice
+    assignment would need numba's runtime; a reshape to 1-d costs a C call per copy)."""
+    raise NotImplementedError("compiled only (numba overload)")  # pragma: no cover
 
 
-@_njit
-def _load(st, base):
-    """Copy the state ``base`` into ``st`` (arrays of the same shapes): the tasks' rows only
-    as far as they are in use (nothing reads past the counts)."""
-    for a, b in ((st[0], base[0]), (st[1], base[1]), (st[2], base[2]), (st[3], base[3]),
-                 (st[4], base[4]), (st[5], base[5])):  # fmt: skip
-        _copy_into(a, b)
-    _copy_into(st[9], base[9])
-    nt = base[9][S_NTASKS]
-    if nt:
-        _copy_into(st[6][:nt], base[6][:nt])
-        _copy_into(st[7][:nt], base[7][:nt])
-        _copy_into(st[8][:nt], base[8][:nt])
+@overload(_copy_into, jit_options={"cache": True, "_nrt": False})
+def _copy_into_impl(a, b):
+    if a.ndim == 1:
+
+        def copy1(a, b):
+            for i in range(b.shape[0]):
+                a[i] = b[i]
+
+        return copy1
+    if a.ndim == 2:
+
+        def copy2(a, b):
+            for i in range(b.shape[0]):
+                for j in range(b.shape[1]):
+                    a[i, j] = b[i, j]
+
+        return copy2
+
+    def copy3(a, b):
+        for i in range(b.shape[0]):
+            for j in range(b.shape[1]):
+                for k in range(b.shape[2]):
+                    a[i, j, k] = b[i, j, k]
+
+    return copy3
 
 
 @_njit
