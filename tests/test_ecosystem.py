@@ -20,7 +20,15 @@ GAMES = sorted(derby_envs.GAMES)
 
 def test_doc_has_an_example_per_library():
     text = DOC.read_text()
-    for library in ("PettingZoo", "SuperSuit", "Tianshou", "TorchRL", "RLlib", "CleanRL"):
+    for library in (
+        "PettingZoo",
+        "SuperSuit",
+        "Tianshou",
+        "TorchRL",
+        "RLlib",
+        "OpenSpiel",
+        "CleanRL",
+    ):
         assert f"## {library}" in text or f"## {library} " in text, library
     assert len(BLOCKS) >= 6
 
