@@ -97,7 +97,7 @@ class Tables:
     """The card set and game constants as arrays for the kernels (built once per agent), and
     the playouts' memory: every integer array the kernels read or write is a view of one
     buffer, ``mem``, laid out by ``lay`` (offset and shape of each): a call from Python
-    unboxes each array argument (~0.25 us apiece), and there are 24."""
+    unboxes each array argument, and there are 24."""
 
     def __init__(self, game, value: list[float], strength: list[float], gives_self: list[bool]):
         self._args = (game, value, strength, gives_self)
@@ -241,8 +241,8 @@ def pack(s, T: Tables) -> None:
 
 
 def _rows(lists, width: int) -> list[int]:
-    """Lists as rows of ``width`` entries, flat (numpy converts a flat list of ints ~2x
-    faster than nested ones): each padded, its length in the last entry."""
+    """Lists as rows of ``width`` entries, flat (numpy converts a flat list of ints faster
+    than nested ones): each padded, its length in the last entry."""
     pad = [0] * width
     out: list[int] = []
     for x in lists:

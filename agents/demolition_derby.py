@@ -218,7 +218,7 @@ class DDTactical:
             )
         if mismatch:
             warnings.warn(
-                f"dd_tactical: the Python playouts run (~10x slower), as the compiled ones' "
+                f"dd_tactical: the Python playouts run (slower), as the compiled ones' "
                 f"draws differ from numpy's here: {mismatch}",
                 RuntimeWarning,
                 stacklevel=2,
