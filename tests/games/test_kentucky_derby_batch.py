@@ -11,14 +11,19 @@ is compared with ``choose`` on the reference state, generators included.
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agents.kentucky_derby import POLICIES
 from derby_envs.core import pcg64
 from derby_envs.core.batch import batch_engine
 from derby_envs.core.batch_check import batch_battery
+from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import choose
 from derby_envs.games.kentucky_derby import batch_kernels as kern
 from derby_envs.games.kentucky_derby.batch import KentuckyDerbyBatch
@@ -265,3 +270,46 @@ def test_a_race_that_cannot_finish_raises_as_the_reference():
     players[2] = np.flatnonzero(eng.to_move[2])[0]
     with pytest.raises(RuntimeError, match=r"games \[2\]: race did not finish"):
         eng.apply(players, actions)
+
+
+MOVE = st.one_of(st.integers(0, 3), st.sampled_from([0, 1, 1000]))
+RELATION = st.one_of(MOVE, st.lists(MOVE, min_size=12, max_size=12))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    num_players=st.integers(3, 10),
+    num_races=st.integers(1, 6),
+    bankroll=st.one_of(st.integers(1, 30), st.just(100_000)),
+    ante=st.one_of(st.integers(1, 25), st.just(1000)),
+    max_stake=st.sampled_from([0, 1, 3, 20]),
+    betting=st.sampled_from(["sequential", "sealed"]),
+    table=st.one_of(
+        st.sampled_from(["default", "steady"]),
+        st.fixed_dictionaries({"same_suit": RELATION, "same_colour": RELATION, "other": RELATION}),
+    ),
+    second_place=st.sampled_from(["auto", "always", "never"]),
+)
+def test_every_accepted_parameter_set_plays_as_the_reference(
+    num_players, num_races, bankroll, ante, max_stake, betting, table, second_place
+):
+    """Whatever the game accepts (extreme values, custom tables), the batch plays it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if isinstance(table, dict):
+            path = Path(tmp) / "table.json"
+            path.write_text(json.dumps({"tables": {"t": table}}))
+            table = str(path)
+        try:
+            game = KentuckyDerbyGame(
+                num_players=num_players,
+                num_races=num_races,
+                bankroll=bankroll,
+                ante=ante,
+                max_stake=max_stake,
+                betting=betting,
+                movement_table=table,
+                second_place=second_place,
+            )
+        except InvalidParameterError:
+            return  # refused at construction (tests/test_kentucky_derby_rules.py)
+        assert batch_battery(game, [0, 1, 2], compare_states=True) > 0
