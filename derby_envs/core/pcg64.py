@@ -27,6 +27,8 @@ once per process (the batched envs refuse to run if it fails rather than play ot
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import numba
 import numpy as np
@@ -111,11 +113,11 @@ def next_double(row):
 
 @njit
 def _hashmix(value, hash_const):
-    """SeedSequence's hashmix; ``hash_const`` is a one-item array it advances."""
-    value = (value ^ hash_const[0]) & 0xFFFFFFFF
-    hash_const[0] = (hash_const[0] * _MULT_A) & 0xFFFFFFFF
-    value = (value * hash_const[0]) & 0xFFFFFFFF
-    return value ^ (value >> 16)
+    """SeedSequence's hashmix: (the mixed value, the advanced hash constant)."""
+    value = (value ^ hash_const) & 0xFFFFFFFF
+    hash_const = (hash_const * _MULT_A) & 0xFFFFFFFF
+    value = (value * hash_const) & 0xFFFFFFFF
+    return value ^ (value >> 16), hash_const
 
 
 @njit
@@ -125,40 +127,66 @@ def _mix(x, y):
 
 
 @njit
+def _word(p0, p1, p2, p3, i):
+    if i == 0:
+        return p0
+    if i == 1:
+        return p1
+    return p2 if i == 2 else p3
+
+
+@njit
 def seed_row(row, seed):
-    """Set ``row`` to the generator of ``np.random.default_rng(seed)`` (0 <= seed < 2**64)."""
+    """Set ``row`` to the generator of ``np.random.default_rng(seed)`` (0 <= seed < 2**64).
+    The pool of four 32-bit words lives in locals: nothing is allocated."""
     s = np.uint64(seed)
-    entropy = np.zeros(2, np.int64)  # the seed as little-endian 32-bit words
-    entropy[0] = np.int64(s & _M32)
-    entropy[1] = np.int64(s >> np.uint64(32))
-    n_entropy = 2 if entropy[1] != 0 else 1
-    pool = np.zeros(_POOL, np.int64)
-    hash_const = np.full(1, _INIT_A, np.int64)
-    for i in range(_POOL):
-        pool[i] = _hashmix(entropy[i] if i < n_entropy else 0, hash_const)
-    for i_src in range(_POOL):
+    lo, hi = np.int64(s & _M32), np.int64(s >> np.uint64(32))
+    n_entropy = 2 if hi != 0 else 1
+    h = _INIT_A
+    p0, h = _hashmix(lo, h)
+    p1, h = _hashmix(hi if n_entropy == 2 else 0, h)
+    p2, h = _hashmix(0, h)
+    p3, h = _hashmix(0, h)
+    for i_src in range(_POOL):  # mix every word into every other, in numpy's order
         for i_dst in range(_POOL):
             if i_src != i_dst:
-                pool[i_dst] = _mix(pool[i_dst], _hashmix(pool[i_src], hash_const))
+                hv, h = _hashmix(_word(p0, p1, p2, p3, i_src), h)
+                if i_dst == 0:
+                    p0 = _mix(p0, hv)
+                elif i_dst == 1:
+                    p1 = _mix(p1, hv)
+                elif i_dst == 2:
+                    p2 = _mix(p2, hv)
+                else:
+                    p3 = _mix(p3, hv)
     # generate_state(4, uint64): eight 32-bit words, paired little-endian into four
-    words = np.zeros(4, np.uint64)
-    h = _INIT_B
+    words0 = words1 = words2 = words3 = np.uint64(0)
+    hb = _INIT_B
     for i in range(8):
-        v = pool[i % _POOL] ^ h
-        h = (h * _MULT_B) & 0xFFFFFFFF
-        v = (v * h) & 0xFFFFFFFF
+        v = _word(p0, p1, p2, p3, i % _POOL) ^ hb
+        hb = (hb * _MULT_B) & 0xFFFFFFFF
+        v = (v * hb) & 0xFFFFFFFF
         v ^= v >> 16
-        words[i // 2] |= np.uint64(v) << np.uint64(32 * (i % 2))
-    # pcg64_set_seed: initstate = (words[0], words[1]), initseq = (words[2], words[3])
-    row[INC_HI] = (words[2] << np.uint64(1)) | (words[3] >> np.uint64(63))
-    row[INC_LO] = (words[3] << np.uint64(1)) | np.uint64(1)
+        part = np.uint64(v) << np.uint64(32 * (i % 2))
+        k = i // 2
+        if k == 0:
+            words0 |= part
+        elif k == 1:
+            words1 |= part
+        elif k == 2:
+            words2 |= part
+        else:
+            words3 |= part
+    # pcg64_set_seed: initstate = (words0, words1), initseq = (words2, words3)
+    row[INC_HI] = (words2 << np.uint64(1)) | (words3 >> np.uint64(63))
+    row[INC_LO] = (words3 << np.uint64(1)) | np.uint64(1)
     row[STATE_HI] = 0
     row[STATE_LO] = 0
     _step(row)
-    lo = row[STATE_LO] + words[1]
-    carry = np.uint64(1) if lo < words[1] else np.uint64(0)
-    row[STATE_HI] = row[STATE_HI] + words[0] + carry
-    row[STATE_LO] = lo
+    lo_sum = row[STATE_LO] + words1
+    carry = np.uint64(1) if lo_sum < words1 else np.uint64(0)
+    row[STATE_HI] = row[STATE_HI] + words0 + carry
+    row[STATE_LO] = lo_sum
     _step(row)
     row[HAS_U32] = 0
     row[UINTEGER] = 0
@@ -394,15 +422,22 @@ def _reference_draw(rng: np.random.Generator, kind: int, arg: int) -> float:
     return float(h)
 
 
-def first_difference(seeds: tuple[int, ...] = (0, 12345, 2**40 + 3), count: int = 2000) -> str:
-    """ "" if every function here draws as the installed numpy, else the first difference."""
+def first_difference(
+    seeds: tuple[int, ...] = (0, 12345, 2**40 + 3),
+    count: int = 2000,
+    reference: Callable[[int], Any] = np.random.default_rng,
+) -> str:
+    """ "" if every function here draws as the installed numpy, else the first difference.
+    ``reference(seed)``: the generator compared against (numpy's, or a stand-in with its
+    ``standard_normal``, ``integers``, ``random``, ``permutation``, ``choice`` and
+    ``bit_generator``)."""
     kinds = np.arange(count) % 5
     args = np.where(kinds == 1, np.resize(_CHECK_BOUNDS, count), 1 + np.arange(count) % 37)
     plan = np.stack([kinds, args], axis=1).astype(np.int64)
     for seed in seeds:
         row = np.zeros(WORDS, np.uint64)
-        seed_row(row, seed)
-        ref = np.random.default_rng(seed)
+        seed_row(row, np.uint64(seed))
+        ref = reference(seed)
         if not np.array_equal(row, row_from_generator(ref)):
             return f"numpy {np.__version__}: default_rng({seed}) starts elsewhere"
         out = np.zeros(count)

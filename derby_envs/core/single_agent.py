@@ -26,6 +26,10 @@ from derby_envs.core.params import check_choice
 from derby_envs.core.policy import choose, random_legal, resolve_policy
 from derby_envs.core.render import close_env, render_env
 
+#: deals in a row that may end before the learner moves before reset gives up (the games'
+#: parameter checks make that impossible for the shipped games; a plugin may not)
+MAX_REDEALS = 1000
+
 
 class SingleAgentEnv(gymnasium.Env):
     """The game seen by one learner.
@@ -124,7 +128,7 @@ class SingleAgentEnv(gymnasium.Env):
         super().reset(seed=SEED.validate(seed))
         self._steps = 0
         n = self.game.num_players
-        while True:
+        for _ in range(MAX_REDEALS):
             self.seat = (
                 int(self.np_random.integers(n)) if self.learner_seat is None else self.learner_seat
             )
@@ -141,6 +145,11 @@ class SingleAgentEnv(gymnasium.Env):
             # A game that ends before the learner ever moves teaches nothing: deal again.
             if not self.game_state.is_terminal():
                 break
+        else:
+            raise RuntimeError(
+                f"{self.game.name} {self.game.params}: {MAX_REDEALS} deals in a row ended before "
+                "the learner's first move"
+            )
         return self._obs(), self._info()
 
     def step(self, action: Any):

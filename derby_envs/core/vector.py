@@ -43,10 +43,9 @@ from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game
 from derby_envs.core.params import Param, check_choice
 from derby_envs.core.policy import resolve_policy
+from derby_envs.core.single_agent import MAX_REDEALS
 
 NUM_ENVS = Param("num_envs", 1, int, "games stepped per call", low=1, high=1 << 20)
-#: deals in a row that may end before the learner moves before reset gives up
-MAX_REDEALS = 1000
 _SEED_HIGH = 2**63 - 1  # the single view seeds each game with integers(2**63 - 1)
 
 
