@@ -62,6 +62,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is not inst
 from agents.base import FAST
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.params import Param
+from derby_envs.games.derby import observer
 from derby_envs.games.derby.engine import (
     BLIND,
     DECLINE,
@@ -137,10 +138,8 @@ class _DerbyBase:
         self.n = game.num_players
         self.L = game.params["track_length"]
         self.V = game.max_number
-        self.maxc = game.max_count
         self.Ld = len(game.number_cards)
         self.K = game.tickets_per_colour
-        self.maxp = game.max_profit
         self.D = game.stock_size - 1
         self.deny = _DENY.validate(deny)
         self.card_ranks = game.card_ranks
@@ -159,43 +158,32 @@ class _DerbyBase:
         self._ct_prof = np.array([p for _, p in self.colour_tickets], np.float64)
         sl = game.observation_slices
         self._off = np.array([sl[name].start for name in _FIELDS], np.int64)
-        # one multiply + rint turns the observation into the integers _read rounds it to
-        scale = np.ones(game.observation_size)
-        for name in ("card_played", "places", "open_cards"):
-            scale[sl[name]] = H
-        scale[sl["positions"]] = self.L
-        for name in ("number_played", "num_up", "num_bottom"):
-            scale[sl[name]] = self.V
-        scale[sl["num_left"]] = self.maxc
-        for name in ("own_tickets", "stock_up", "opp_tickets", "stock_down"):
-            block = scale[sl[name]]  # a view: (threshold, profit) pairs
-            block[0::2], block[1::2] = H, self.maxp
-        self._scale = scale
+        self._scale = game.layout.integer_scale  # the observer's decoding (observer.decode)
         self._consts: tuple | None = None  # the fast path's constants (see _work)
 
     # ----- reading the observation -------------------------------------------------------
     def _read(self, obs: np.ndarray) -> dict:
-        g = self.game
-        o = g.decode_observation(obs)
-        n, V = self.n, self.V
+        """The numpy model's reading of the observation (``observer.decode``)."""
+        o = observer.decode(self.game, obs)
+        n = self.n
         r = {
             "phase": int(np.argmax(o["phase"])) if o["phase"].any() else -1,
-            "num_played": o["played"][0] > 0.5,
-            "card_played": o["played"][1] > 0.5,
-            "number": round(float(o["number_played"][0]) * V),
-            "card_ranks": np.rint(o["card_played"] * H).astype(np.int64),
-            "pos": np.rint(o["positions"] * self.L),
-            "place": np.rint(o["places"] * H).astype(np.int64),
-            "open": np.rint(o["open_cards"].reshape(2, H) * H).astype(np.int64),
-            "pile": np.flatnonzero(o["pile"] > 0.5),
-            "up": round(float(o["num_up"][0]) * V),
-            "left": np.rint(o["num_left"].reshape(n, V) * self.maxc).astype(np.int64),
-            "bottom": np.rint(o["num_bottom"].reshape(n, self.Ld) * V).astype(np.int64),
+            "num_played": bool(o["played"][0]),
+            "card_played": bool(o["played"][1]),
+            "number": int(o["number_played"][0]),
+            "card_ranks": o["card_played"],
+            "pos": o["positions"].astype(np.float64),
+            "place": o["places"],
+            "open": o["open_cards"].reshape(2, H),
+            "pile": np.flatnonzero(o["pile"]),
+            "up": int(o["num_up"][0]),
+            "left": o["num_left"].reshape(n, self.V),
+            "bottom": o["num_bottom"].reshape(n, self.Ld),
         }
 
         def tickets(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             x = x.reshape(-1, 2)
-            return np.rint(x[:, 0] * H).astype(np.int64), np.rint(x[:, 1] * self.maxp)
+            return x[:, 0], x[:, 1].astype(np.float64)
 
         r["own_thr"], r["own_prof"] = tickets(o["own_tickets"])
         r["up_thr"], r["up_prof"] = tickets(o["stock_up"])
@@ -922,7 +910,7 @@ def _table_args(hv, place, R0, values, nv, cards, nc, need, nodes, tbuf, tidx):
 def _prepare_table(obs, scale, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof,
                    exchanges, deny_on, cards_phase, decline, hv, place, thr, prof, W, need,
                    values, dec_p, cards, info, nodes, tbuf, tidx):  # fmt: skip
-    """The observation rounded to the integers it encodes (``_read``: ``rint(obs * scale)``
+    """The observation rounded to the integers it encodes (``observer.decode``: ``rint(obs * scale)``
     in float64), ``_prepare``, then ``_table_args`` (one call: each call of a kernel costs
     its arguments' unboxing); returns the table's size."""
     iv = np.empty(len(obs))

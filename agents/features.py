@@ -35,6 +35,7 @@ import numpy as np
 
 from derby_envs.core.errors import DerbyEnvsError
 from derby_envs.games.derby.constants import NUM_HORSES
+from derby_envs.games.derby.engine import race_places, ticket_scores
 
 #: Derby ticket points: scores as features, about 1 at a good final score
 DERBY_SCORE_SCALE = 40.0
@@ -45,25 +46,20 @@ class FeatureError(DerbyEnvsError, ValueError):
 
 
 def derby_derived(game: Any, obs: np.ndarray) -> np.ndarray:
-    """Rows of Derby observations -> the ``derived`` features (module table)."""
+    """Rows of Derby observations -> the ``derived`` features (module table): the engine's
+    ``race_places`` and ``ticket_scores`` on what the observer encodes (its decoding,
+    ``integer_scale``), the opponents' tickets the seat does not know paying nothing."""
     obs = np.asarray(obs, np.float32)
-    sl, pmax = game.observation_slices, game.max_profit
-    n, h = len(obs), NUM_HORSES
-    places = np.rint(obs[:, sl["places"]] * h)
-    pos = obs[:, sl["positions"]]
-    done = places > 0
-    # the engine's final_places, over rows at once (the tests compare it with horse_places)
-    ahead = ((pos[:, None, :] > pos[:, :, None]) & ~done[:, None, :]).sum(2)
-    rank = np.where(done, places, done.sum(1, keepdims=True) + 1 + ahead)
-    # tickets are (threshold / 9, profit / max_profit) pairs (derby/observer.py)
-    own = obs[:, sl["own_tickets"]].reshape(n, h, 2)
-    thr, prof = np.rint(own[..., 0] * h), np.rint(own[..., 1] * pmax)
-    met = (rank <= thr) & (thr > 0)
-    opp = obs[:, sl["opp_tickets"]].reshape(n, -1, h, 2)
-    othr, oprof = np.rint(opp[..., 0] * h), np.rint(opp[..., 1] * pmax)
-    omet = (rank[:, None, :] <= othr) & (othr > 0)
-    own_now, opp_now = (prof * met).sum(1)[:, None], (oprof * omet).sum(2)
-    cols = [rank / h, met, np.clip(thr - rank, -h, h) / h, own_now / DERBY_SCORE_SCALE,
+    sl, n, h = game.observation_slices, len(obs), NUM_HORSES
+    values = np.rint(obs * game.layout.integer_scale).astype(np.float32)  # observer's decoding
+    rank = race_places(obs[:, sl["positions"]], values[:, sl["places"]])
+    own = values[:, sl["own_tickets"]].reshape(n, 1, h, 2)
+    thr, prof = own[..., 0], own[..., 1]
+    met = (rank <= thr[:, 0]) & (thr[:, 0] > 0)
+    opp = values[:, sl["opp_tickets"]].reshape(n, -1, h, 2)
+    othr, oprof = opp[..., 0], opp[..., 1]
+    own_now, opp_now = ticket_scores(rank, thr, prof), ticket_scores(rank, othr, oprof)
+    cols = [rank / h, met, np.clip(thr[:, 0] - rank, -h, h) / h, own_now / DERBY_SCORE_SCALE,
             opp_now / DERBY_SCORE_SCALE, (othr > 0).sum(2) / h]  # fmt: skip
     return np.concatenate(cols, 1).astype(np.float32)
 

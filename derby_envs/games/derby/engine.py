@@ -202,6 +202,11 @@ class DerbyGame(Game):
         return tuple(p for _ in range(NUM_HORSES) for _t, p in self.ticket_values)
 
     @cached_property
+    def ticket_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`threshold` and :attr:`profit` as int64 arrays (by ticket id)."""
+        return np.asarray(self.threshold, np.int64), np.asarray(self.profit, np.int64)
+
+    @cached_property
     def max_profit(self) -> int:
         return max(1, max(self.profit))
 
@@ -326,17 +331,32 @@ class DerbyGame(Game):
         )
 
 
+def race_places(pos: Any, place: Any, finished: Any = None) -> np.ndarray:
+    """Places of all horses if the race ended now, for one race (9 positions and places) or
+    rows of races (``(..., 9)``): finished horses keep theirs; a racing horse comes after the
+    ``finished`` ones (default: those with a place) and the racing horses strictly ahead of
+    it, so ties share a place and skip the next ones (FAQ). Only the order of the positions
+    counts (scaled ones do)."""
+    pos, place = np.asarray(pos), np.asarray(place)
+    done = place > 0
+    if finished is None:
+        finished = done.sum(-1, keepdims=True)
+    ahead = ((pos[..., None, :] > pos[..., :, None]) & ~done[..., None, :]).sum(-1)
+    return np.where(done, place, finished + 1 + ahead)
+
+
 def final_places(pos: list[int], place: list[int], finished: int) -> list[int]:
-    """Places of all horses if the race ended now: finished horses keep theirs; the others
-    follow by position, ties sharing a place and skipping the next ones (FAQ)."""
-    out = place[:]
-    racing = sorted((h for h in range(NUM_HORSES) if not place[h]), key=lambda h: -pos[h])
-    for i, h in enumerate(racing):
-        if i and pos[h] == pos[racing[i - 1]]:
-            out[h] = out[racing[i - 1]]
-        else:
-            out[h] = finished + 1 + i
-    return out
+    """:func:`race_places` of one race, as a list."""
+    return race_places(pos, place, finished).tolist()
+
+
+def ticket_scores(places: Any, thresholds: Any, profits: Any) -> np.ndarray:
+    """Scores under ``places`` (``(..., 9)``): per hand (``(..., k, 9)`` thresholds and
+    profits, one ticket per colour) the profits of its tickets whose horse places at or better
+    than their threshold; threshold 0 (a ticket not known) pays nothing."""
+    places, thresholds = np.asarray(places), np.asarray(thresholds)
+    paid = (places[..., None, :] <= thresholds) & (thresholds > 0)
+    return (np.asarray(profits) * paid).sum(-1)
 
 
 class DerbyState(State):
@@ -632,8 +652,8 @@ class DerbyState(State):
         g = self.game
         if places is None:
             places = self.horse_places()
-        thr, prof = g.threshold, g.profit
-        return [sum(prof[t] for c, t in enumerate(row) if places[c] <= thr[t]) for row in self.hand]
+        hand = np.asarray(self.hand)
+        return ticket_scores(places, g.ticket_arrays[0][hand], g.ticket_arrays[1][hand]).tolist()
 
     def round_results(self) -> list[dict[str, Any]]:
         """Derby is one race: ``[]`` while it runs, then one record ``{"finish_order",

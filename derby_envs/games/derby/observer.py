@@ -79,6 +79,32 @@ def layout_variables(g: DerbyGame) -> dict[str, int]:
     }
 
 
+def integer_scale(g: DerbyGame) -> np.ndarray:
+    """The observation's one decoding: ``np.rint(obs * integer_scale(g))`` in float64 gives,
+    entry by entry, the integer the observer encoded (a position, a place, a card's rank, a
+    number card, a count, a ticket's threshold and profit, a flag, the turns played). The
+    scales are the observer's own (:class:`VectorLayout`'s ``inv_*``)."""
+    sl = g.observation_slices
+    scale = np.ones(g.observation_size)
+    for name in ("card_played", "places", "open_cards"):
+        scale[sl[name]] = NUM_HORSES
+    scale[sl["positions"]] = g.params["track_length"]
+    scale[sl["turn"]] = g.total_turns
+    for name in ("number_played", "num_up", "num_bottom"):
+        scale[sl[name]] = g.max_number
+    scale[sl["num_left"]] = g.max_count
+    for name in ("own_tickets", "stock_up", "opp_tickets", "stock_down"):
+        block = scale[sl[name]]  # a view: (threshold, profit) pairs
+        block[0::2], block[1::2] = NUM_HORSES, g.max_profit
+    return scale
+
+
+def decode(g: DerbyGame, obs: np.ndarray) -> dict[str, np.ndarray]:
+    """An observation as the integers it encodes (:func:`integer_scale`), by field name."""
+    values = np.rint(np.asarray(obs, np.float64) * g.layout.integer_scale).astype(np.int64)
+    return {name: values[s] for name, s in g.observation_slices.items()}
+
+
 class VectorLayout:
     """Index arithmetic of the state's feature vector ``vec`` (absolute seating, every
     observer's ticket knowledge) and of the observation, which is one gather ``vec[perm[p]]``.
@@ -139,6 +165,7 @@ class VectorLayout:
         self.inv_count = 1.0 / g.max_count
         self.inv_track = 1.0 / g.params["track_length"]
         self.inv_turns = 1.0 / g.total_turns
+        self.integer_scale = integer_scale(g)  # the decoding of the observation
 
     def hand_at(self, o: int, q: int, c: int) -> int:
         """Where observer ``o``'s view of seat ``q``'s ticket of colour ``c`` lies."""
