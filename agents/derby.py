@@ -24,16 +24,13 @@ Policies:
   in the exchange phase it takes the best exchange that gains.
 
 The model runs in one of two implementations with the same values, bit for bit (a test replays
-5,175 recorded decisions and compares both): the numpy model (``fast=False``; about 0.5 ms
-median, 1.5 ms mean per decision on Derby 4p positions of random play) and, where numba is
-installed (the default then), compiled kernels that tabulate the pairwise chances per number
-value, compute a placing probability only where a score reads it, and run the sums and
-divisions vectorised over groups of combinations (x8.5-10.4 on the median and x9.7-11.5 on
-the mean on this 2-core machine, ``scripts/time_heuristics.py --only derby_exchange``, the
-numpy model gaining most on a quiet machine; the first decision of a process loads the
-kernels from numba's cache, 0.3-1 s, or compiles them once, ~20-50 s). See "the fast path"
-below; the kernels' work arrays belong to the thread (shared by its Derby policies), so a
-policy can be copied, pickled and shared between threads.
+recorded decisions through both): the numpy model (``fast=False``) and, by default, compiled
+kernels that tabulate the pairwise chances per number value, compute a placing probability
+only where a score reads it, and run the sums and divisions vectorised over groups of
+combinations (see "the fast path" below). The kernels are compiled once and cached by numba;
+their work arrays belong to the thread (shared by its Derby policies), so a policy can be
+copied, pickled and shared between threads. ``act_batch`` runs the same kernels over the
+rows of a batched engine (``derby_envs.core.batch``), with the same choices.
 
 ``derby_rollout`` is derby_exchange improved by a rollout search late in the game: paired
 playouts of a derby_exchange field decide where to deviate from its move (``agents/search.py``).
@@ -48,7 +45,7 @@ import threading
 
 import numpy as np
 
-try:  # optional: without numba the numpy model runs (same choices, ~10x slower)
+try:  # without numba the numpy model runs (the same choices, slower)
     import numba
 
     _njit = numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -87,9 +84,8 @@ def _phi(x: np.ndarray) -> np.ndarray:
 
 # The fast path's work arrays, per thread: shared by the thread's policies (one decision at a
 # time: a decision writes everything it reads), so a field of several policies keeps one set
-# warm in the caches (~5% a decision against 24 sets, bench's 8 envs x 3 opponents: 136
-# against 144 us), and a policy holds no views of them (a copy or a pickle of a view would be
-# an array apart).
+# warm in the caches, and a policy holds no views of them (a copy or a pickle of a view would
+# be an array apart).
 _LOCAL = threading.local()
 
 
@@ -545,7 +541,7 @@ class _DerbyBase:
 # ----- the fast path: the same race model, compiled -------------------------------------------
 # The numpy model above builds a combinations x horses x horses x nodes tensor per decision. The
 # fast path computes the same numbers with three changes, keeping every value bit-identical
-# (tests/test_heuristic_traces_derby.py replays 5,175 recorded decisions):
+# (tests/test_heuristic_traces_derby.py replays recorded decisions through both):
 # * the pairwise chances phi((m_g - x_h)/s_g) depend on a combination only through its number
 #   value and whether g and h move, so they are tabulated per value (4 states), not per
 #   combination;

@@ -27,7 +27,7 @@ GAME_INFO = GameInfo(
     gym_id="derby_envs/Derby-v0",
     gym_entry="derby_envs.games.derby.env:DerbySingleAgentEnv",
     bench_players=(3, 4, 5),
-    # the heuristics take 1-3 ms a move: a quarter of the seats
+    # a heuristic decision costs far more than a random one: a quarter of the seats
     smoke=SmokeRun(opponents=(("random", 3), ("derby_exchange", 1))),
     ansi_rules=tuple((rf"\b{name}\b", (colour, "bold")) for name, colour in _HORSE_COLOURS),
     batch="derby_envs.games.derby.batch:DerbyBatch",
