@@ -77,9 +77,9 @@ class PPOConfig:
 
     learning_rate: float = schema_field(3e-4, "Adam step size", low=1e-8, high=1.0)
     n_steps: int = schema_field(
-        512, "steps per env per rollout (buffer = n_steps * n_envs)", low=2, high=2**20
+        512, "steps per env per rollout (buffer = n_steps * n_envs)", low=2, high=100_000
     )
-    batch_size: int = schema_field(256, "minibatch size (<= n_steps * n_envs)", low=2, high=2**20)
+    batch_size: int = schema_field(256, "minibatch size (<= n_steps * n_envs)", low=2, high=100_000)
     n_epochs: int = schema_field(10, "optimisation passes per rollout", low=1, high=1000)
     gamma: float = schema_field(0.99, "discount factor", low=0.0, high=1.0)
     gae_lambda: float = schema_field(0.95, "GAE lambda", low=0.0, high=1.0)

@@ -19,14 +19,20 @@ Minimal config::
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from derby_envs.core.datafile import read_yaml as _read_yaml
+from derby_envs.core.params import show
 from training.train.config import (
     CONFIG_MAX_BYTES,
+    MAX_BUFFER_BYTES,
+    MAX_LAYER,
+    MAX_LAYERS,
     MAX_SEED,
+    MAX_WEIGHTS,
     CheckpointConfig,
     ConfigError,
     EvaluationConfig,
@@ -204,6 +210,36 @@ def check_learner_seats(cfg: RLlibTrainConfig) -> None:
         )
 
 
+def check_network(cfg: RLlibTrainConfig) -> None:
+    """The network and a training batch fit (the MaskablePPO configs' bounds): at most
+    MAX_LAYERS layers of at most MAX_LAYER units and MAX_WEIGHTS weights for the game's
+    observation, a batch within MAX_BUFFER_BYTES; named before any work."""
+    arch = cfg.rllib.hiddens
+    if not arch or len(arch) > MAX_LAYERS or max(arch) > MAX_LAYER:
+        raise ConfigError(
+            f"config key 'rllib.hiddens': got {show(arch)}, expected 1 to {MAX_LAYERS} layers "
+            f"of at most {MAX_LAYER} units"
+        )
+    from derby_envs.registry import make_game
+
+    game = make_game(cfg.game, **cfg.game_params)  # valid: the shared cross-checks ran first
+    sizes = [game.observation_size, *arch]
+    weights = 2 * sum((a + 1) * b for a, b in itertools.pairwise(sizes))
+    weights += (arch[-1] + 1) * (game.num_actions + 1)
+    if weights > MAX_WEIGHTS:
+        raise ConfigError(
+            f"config key 'rllib.hiddens': {arch} gives ~{weights:,} weights for {game.name}, "
+            f"over the limit of {MAX_WEIGHTS:,}"
+        )
+    nbytes = cfg.rllib.train_batch_size * (game.observation_size + game.num_actions + 8) * 4
+    if nbytes > MAX_BUFFER_BYTES:
+        raise ConfigError(
+            f"config key 'rllib.train_batch_size': {cfg.rllib.train_batch_size} steps need "
+            f"~{nbytes / 2**30:.1f} GiB for {game.name}, over the limit of "
+            f"{MAX_BUFFER_BYTES / 2**30:.0f} GiB"
+        )
+
+
 def check_minibatch(cfg: RLlibTrainConfig) -> None:
     r = cfg.rllib
     if r.minibatch_size > r.train_batch_size:
@@ -239,7 +275,7 @@ def check_cluster(cfg: RLlibTrainConfig) -> None:
 
 
 #: The checks of the RLlib-only settings (after the shared game-aware ones), in order.
-RLLIB_CHECKS = (check_learner_seats, check_minibatch, check_cluster)
+RLLIB_CHECKS = (check_learner_seats, check_network, check_minibatch, check_cluster)
 
 
 def describe() -> str:
