@@ -86,6 +86,7 @@ from derby_envs.games.demolition_derby.kernels import (
     _njit,
     _sort_by,
     _strengths,
+    _touch,
     card_tables,
 )
 from derby_envs.games.demolition_derby.kernels_turn import _apply, _pending, deal_derby, deal_tables
@@ -571,6 +572,7 @@ def playouts(tb, base, st, ws, legal, nacts, rd, row, sd, out, me, samples, rede
             _redeal(tb, base, ws, rd, row, me)
         for i in range(nacts):
             _load(st, base)
+            _touch(ws)  # another state's Strengths
             _apply(tb, st, ws, me, legal[i])
             if st[9][S_DERBY] != derby and st[9][S_PHASE] != OVER:
                 # my move ended the Derby: the playout goes on into the next one's first
@@ -579,6 +581,7 @@ def playouts(tb, base, st, ws, legal, nacts, rd, row, sd, out, me, samples, rede
                 m = dealing.shape[1]
                 deal_derby(st, drow, dealing, dscratch[:m], dscratch[m : 2 * m],
                            dscratch[2 * m :])  # fmt: skip
+                _touch(ws)  # a new Derby: empty lineups
             out[i] += _simulate(tb, st, ws, me, row, sd)
 
 

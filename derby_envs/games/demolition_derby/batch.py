@@ -32,6 +32,7 @@ from derby_envs.games.demolition_derby.kernels import (
     STATE_ARRAYS,
     _fill,
     _fill_lengths,
+    _touch,
 )
 from derby_envs.games.demolition_derby.kernels_turn import _apply, deal_derby, deal_tables
 
@@ -108,6 +109,7 @@ def apply_kernel(tb, S, deck, unused, rng, deal, ws, scratch, players, actions, 
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         w = (ws[0][tid], ws[1][tid], ws[2][tid])
         derby = sc[i, S_DERBY]
+        _touch(w)  # the workspace held another game's Strengths
         _apply(tb, st, w, p, actions[i])
         if sc[i, S_DERBY] != derby and sc[i, S_PHASE] != OVER:
             deal_derby(st, rng[i], deal, deck[i], unused[i], scratch[tid])
@@ -134,6 +136,7 @@ def observe_kernel(tb, S, deck, unused, ot, ws, players, out):
         tid = 0  # one workspace (serial kernels)
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         w = (ws[0][tid], ws[1][tid], ws[2][tid])
+        _touch(w)  # the workspace held another game's Strengths
         observe_one(tb, st, deck[i], unused[i], ot, w, players[i], out[i])
 
 

@@ -491,15 +491,28 @@ def _modify(ops, fil, ctype, cf, lin, q, i, op, mods):
 @_njit
 def _strengths(tb, st, derby, ws):
     """Every card's Strength (printed outside the lineups), as ``compute_strengths``, into
-    a workspace row (W_STV; with ``derby``, W_DSTV)."""
+    a workspace row (W_STV; with ``derby``, W_DSTV). The current Strengths are kept while
+    the lineups do (``s._str``, the reference's cache): W_STV's last entry says they are
+    valid, :func:`_touch` drops them (every change of a lineup, a face, "deployed this
+    turn", or another state put in the workspace)."""
     card, des, ops, fil = tb[1], tb[2], tb[3], tb[4]
     cf, lin = st[0], st[2]
     out = ws[0][W_DSTV if derby else W_STV]
+    if not derby and out[-1]:
+        return
     base, mods = ws[0][W_BASE], ws[0][W_MODS]
     N = card.shape[1]
     _copy_into(out[:N], card[2])
     for q in range(lin.shape[0]):
         _lineup_strengths(card, des, ops, fil, cf, lin, q, derby, out, base, mods)
+    if not derby:
+        out[-1] = 1
+
+
+@_njit
+def _touch(ws):
+    """The current Strengths in the workspace are no longer valid (see :func:`_strengths`)."""
+    ws[0][W_STV, -1] = 0
 
 
 @_njit

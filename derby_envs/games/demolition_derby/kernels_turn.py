@@ -106,6 +106,7 @@ from derby_envs.games.demolition_derby.kernels import (
     _remove,
     _sort_by,
     _strengths,
+    _touch,
 )
 from derby_envs.games.demolition_derby.kernels_abilities import (
     _advance,
@@ -173,6 +174,7 @@ def _apply_level(tb, st, ws):
         _apply_gains(tb, st, ws, before_turn, before_all)
     _apply_swaps(st, ws)
     sc[S_NTASKS] = 0
+    _touch(ws)  # lineups, faces or "deployed this turn" may have changed
 
 
 @_njit
@@ -398,6 +400,7 @@ def _reveal(tb, st, ws):
             i = sc[S_NTP]
             tp[i, 0], tp[i, 1], tp[i, 2] = cf[CF_OWNER, c], c, d
             sc[S_NTP] = i + 1
+    _touch(ws)  # the picks joined the lineups
     queue = lst[L_QUEUE]
     queue[-1] = 0
     for j in range(nr):
@@ -416,6 +419,7 @@ def _reveal(tb, st, ws):
 @_njit
 def _end_turn(tb, st, ws):
     """``_end_turn``: clear the turn's flags and effects; pass the hands, or end the Derby."""
+    _touch(ws)  # "deployed this turn" ends
     cf, hand, lin, lst, sc = st[0], st[1], st[2], st[4], st[9]
     _fill(cf[CF_THIS_TURN], 0)
     sc[S_NTP] = 0
