@@ -26,7 +26,7 @@ from tests.test_demolition_derby_cards import _spec, wrecker_card
 
 PLAYER_COUNTS = range(2, 7)
 VARIANTS = ("standard", "mekk_mania")
-SIDE_GAMES = 40  # per player count and variant in the default run (the slow set: 50,000)
+SIDE_GAMES = 80  # per player count and variant in the default run (the slow set: 50,000)
 
 
 def side_by_side(game: DemolitionDerbyGame, seeds: list[int], action_seed: int = 0) -> int:
