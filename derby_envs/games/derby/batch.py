@@ -73,7 +73,6 @@ TABLES = {
     "threshold": (np.int64, lambda g: g.threshold),
     "profit": (np.int64, lambda g: g.profit),
     "colour_idx": (np.int64, lambda g: np.stack(g.layout.colour_idx)),  # observer.VectorLayout
-    "perm": (np.int64, lambda g: np.stack(g.layout.perm)),
     "card_enc": (np.float32, lambda g: g.card_enc),
     "view_table": (np.float32, lambda g: g.layout.view_table),
 }
@@ -174,6 +173,9 @@ class DerbyBatch(BatchEngine):
         self.layout, self.TI, self.TF = layout(game)
         self.shapes = shapes(game)
         self.S = np.zeros((B, self.layout.state_size), np.int64)
+        # observation p is vec[perm[p]] (observer.VectorLayout.perm): a 2-d array of its own
+        # gathers faster than through the flat table
+        self.perm = np.stack(game.layout.perm).astype(np.int64)
         self.vec = np.zeros((B, game.layout.size), np.float32)
         size = sizes(game)
         # a work row for the kernels' draws and rankings (never state)
@@ -206,7 +208,7 @@ class DerbyBatch(BatchEngine):
                         self.TF, self.layout, players, actions)  # fmt: skip
 
     def observe(self, players: np.ndarray, out: np.ndarray) -> None:
-        kernels.observe(self.vec, self.TI, self.layout, players, out)
+        kernels.observe(self.vec, self.perm, players, out)
 
     def returns(self, mode: str, out: np.ndarray) -> None:
         kernels.returns(self.S, self.TI, self.layout, _MODES[mode], out, self.work)

@@ -470,15 +470,13 @@ def apply_actions(S, vec, rng, terminal, to_move, TI, TF, L, players, actions):
 
 # ----- observations (observer.observation) ---------------------------------------------------
 @njit
-def observe(vec, TI, L, players, out):
+def observe(vec, perm, players, out):
     """``observer.observation``: ``vec[perm[p]]`` in every game with a player."""
-    size = out.shape[1]
     for i in range(players.shape[0]):
         p = players[i]
         if p >= 0:
-            perm = L.t_perm + p * size
-            for j in range(size):
-                out[i, j] = vec[i, TI[perm + j]]
+            for j in range(out.shape[1]):
+                out[i, j] = vec[i, perm[p, j]]
 
 
 # ----- outcome (engine.final_places, DerbyState.scores / returns / winners) -------------------
