@@ -20,6 +20,8 @@ exchange puts back what it takes).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from derby_envs.core import pcg64
@@ -37,6 +39,9 @@ from derby_envs.games.derby.constants import (
 )
 
 njit = pcg64.njit
+#: the helpers of the per-game step: inlined into the kernels that loop over games (called,
+#: each took the layout tuple by value: ~5x the cost of the work itself)
+inline = functools.partial(njit, inline="always")
 H = NUM_HORSES
 OPEN2 = OPEN1 + 1
 #: the turn record: [player, number, declined, card, source, exchange colour, exchange mode],
@@ -49,7 +54,7 @@ MODE_WIN, MODE_MARGIN, MODE_SCORE = range(3)
 
 
 # ----- the feature vector (observer.py) ------------------------------------------------------
-@njit
+@inline
 def write_seat(S, vec, TI, TF, L, i, q):
     """``observer.write_seat``: seat ``q``'s face-up value, counts left, known bottom cards."""
     V = L.max_number
@@ -66,7 +71,7 @@ def write_seat(S, vec, TI, TF, L, i, q):
         vec[i, j + k] = S[i, deck + n_deck - 1 - k] * (1.0 / L.max_number)
 
 
-@njit
+@inline
 def write_colour(S, vec, TI, TF, L, i, c):
     """``observer.write_colour``: every observer's view of the tickets of colour ``c``."""
     n, SS = L.num_players, L.stock_size
@@ -84,7 +89,7 @@ def write_colour(S, vec, TI, TF, L, i, c):
             vec[i, TI[where + k]] = TF[view + k]
 
 
-@njit
+@inline
 def write_open(S, vec, TI, TF, L, i, k):
     """``observer.write_open``: open movement card ``k``."""
     j = L.off_open_cards + H * k
@@ -93,7 +98,7 @@ def write_open(S, vec, TI, TF, L, i, k):
         vec[i, j + h] = TF[L.t_card_enc + card * H + h] if card >= 0 else 0.0
 
 
-@njit
+@inline
 def write_phase(S, vec, TI, TF, L, i):
     """``observer.write_phase``: the phase and the player to move."""
     vec[i, L.off_phase] = 0.0
@@ -105,7 +110,7 @@ def write_phase(S, vec, TI, TF, L, i):
         vec[i, L.off_active + S[i, L.player]] = 1.0
 
 
-@njit
+@inline
 def build_vec(S, vec, TI, TF, L, i):
     """``observer.build``: a fresh feature vector of game ``i``."""
     vec[i] = 0.0
@@ -133,7 +138,7 @@ def build_vec(S, vec, TI, TF, L, i):
 
 
 # ----- setup (engine.DerbyGame.new_initial_state) --------------------------------------------
-@njit
+@inline
 def new_record(S, L, i, player):
     """A fresh turn record ``[player, 0, 0, -1, -1, -1, -1]``."""
     r = L.record
@@ -143,7 +148,7 @@ def new_record(S, L, i, player):
     S[i, L.record_len] = REC_FIXED
 
 
-@njit
+@inline
 def sync(S, L, i, terminal, to_move):
     """``terminal[i]`` and ``to_move[i]`` (``is_terminal``, ``current_players``)."""
     over = S[i, L.phase] == OVER
@@ -154,7 +159,7 @@ def sync(S, L, i, terminal, to_move):
         to_move[i, S[i, L.player]] = True
 
 
-@njit
+@inline
 def setup(S, vec, rng, TI, TF, L, i, seed, work):
     """``DerbyGame.new_initial_state(seed)``: ``DerbyState.__init__`` and ``_setup`` with the
     same draws from ``default_rng(seed)``, then ``observer.build`` (``work``: a row of
@@ -212,7 +217,7 @@ def refresh(S, vec, terminal, to_move, TI, TF, L, i):
 
 
 # ----- legal moves (engine.DerbyState._build_mask) -------------------------------------------
-@njit
+@inline
 def mask_into(S, TI, L, i, out):
     """``DerbyState._build_mask``: the player to move's legal actions into ``out[i]``."""
     for a in range(out.shape[1]):
@@ -250,7 +255,7 @@ def legal_masks(S, TI, L, players, out):
 
 
 # ----- transitions (engine.DerbyState._apply and what it calls) -------------------------------
-@njit
+@inline
 def play_number(S, vec, TI, TF, L, i, decline):
     """``DerbyState._play_number`` with ``observer.on_number_played``."""
     p = S[i, L.player]
@@ -280,7 +285,7 @@ def play_number(S, vec, TI, TF, L, i, decline):
         vec[i, j + v] = S[i, left] * (1.0 / L.max_count)
 
 
-@njit
+@inline
 def draw(S, vec, rng, L, i):
     """``DerbyState._draw`` with ``observer.on_pile_refilled``: the top card of the draw pile
     (-1: none left); an empty pile is refilled from the played cards, shuffled."""
@@ -299,7 +304,7 @@ def draw(S, vec, rng, L, i):
     return S[i, L.pile + S[i, L.pile_len]]
 
 
-@njit
+@inline
 def play_card(S, vec, rng, TI, TF, L, i, action):
     """The movement-card branch of ``DerbyState._apply`` with ``observer.on_card_played``."""
     refilled = -1
@@ -326,7 +331,7 @@ def play_card(S, vec, rng, TI, TF, L, i, action):
         play_number(S, vec, TI, TF, L, i, False)  # the last number card: no choice left
 
 
-@njit
+@inline
 def move_horses(S, vec, TI, TF, L, i):
     """``DerbyState._move_horses`` with ``observer.on_horses_moved`` (each horse's entries
     written after its own move: a card moves a horse once)."""
@@ -363,7 +368,7 @@ def move_horses(S, vec, TI, TF, L, i):
         end_turn(S, vec, TI, TF, L, i)
 
 
-@njit
+@inline
 def exchange_ticket(S, vec, TI, TF, L, i, c, face_down):
     """``DerbyState._exchange`` with ``observer.write_colour``."""
     p = S[i, L.player]
@@ -396,7 +401,7 @@ def exchange_ticket(S, vec, TI, TF, L, i, c, face_down):
     write_colour(S, vec, TI, TF, L, i, c)
 
 
-@njit
+@inline
 def end_turn(S, vec, TI, TF, L, i):
     """``DerbyState._end_turn`` with ``observer.on_turn_end``."""
     p = S[i, L.player]
@@ -442,7 +447,7 @@ def end_turn(S, vec, TI, TF, L, i):
         vec[i, L.off_seats + p * L.seat_size] = S[i, L.up + p] * (1.0 / L.max_number)
 
 
-@njit
+@inline
 def apply_one(S, vec, rng, TI, TF, L, i, action):
     """``DerbyState._apply`` (``action`` legal for the player to move)."""
     if S[i, L.phase] == EXCHANGE:
@@ -480,7 +485,7 @@ def observe(vec, perm, players, out):
 
 
 # ----- outcome (engine.final_places, DerbyState.scores / returns / winners) -------------------
-@njit
+@inline
 def final_places(S, L, i, out, order):
     """``engine.final_places`` into ``out[:9]``: finished horses keep their place; the others
     follow by position (a stable sort, best first), ties sharing a place and skipping the
@@ -504,7 +509,7 @@ def final_places(S, L, i, out, order):
             out[h] = S[i, L.finished] + 1 + k
 
 
-@njit
+@inline
 def scores(S, TI, L, i, places, out):
     """``DerbyState.scores(places)``: the profits of every player's fulfilled tickets into
     ``out[:n]``; returns the top score."""
