@@ -159,14 +159,14 @@ class Game(ABC):
         check_nesting(data, "malformed saved state", error=StateFormatError)
         if data.get("game") != self.name:
             raise StateFormatError(
-                f"saved state is of game {data.get('game')!r}, not {self.name!r}"
+                f"saved state is of game {show(data.get('game'))}, not {self.name!r}"
             )
         if data.get("format") != FORMAT_VERSION:
-            raise StateFormatError(f"unsupported state format {data.get('format')!r}")
+            raise StateFormatError(f"unsupported state format {show(data.get('format'))}")
         params = data.get("params")
         if not isinstance(params, Mapping) or dict(params) != self.params:
             raise StateFormatError(
-                f"saved state has parameters {params!r}, this game has {self.params!r}"
+                f"saved state has parameters {show(params, 400)}, this game has {self.params!r}"
             )
         if "rng" not in data or "state" not in data:
             raise StateFormatError("malformed saved state: needs 'rng' and 'state' entries")
