@@ -4,7 +4,7 @@ Each kernel mirrors one function of the reference engine (``engine.py``) or of t
 (``observer.py``), named in its docstring, statement for statement where the order matters
 (chance draws, the feature vector's float64-then-float32 values).
 
-The arguments, the same in every kernel: ``S`` the integer state (``(B, ...)`` int64, one row a
+The arguments, the same in every kernel: ``S`` the integer state (``(B, ...)`` int32, one row a
 game: the fields of ``batch.STATE_FIELDS`` side by side), ``vec`` the observer's feature vectors
 (``(B, VEC)`` float32), ``rng`` the games' generators (``derby_envs.core.pcg64`` rows), ``TI`` /
 ``TF`` the game's constant tables (int64 / float32, ``batch.TABLES``) and ``L`` the layout: a
