@@ -21,6 +21,7 @@ Opponents are asked in batches: a policy's ``act_batch`` (random and the heurist
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -473,15 +474,11 @@ class DerbyVectorEnv(VectorEnv):
         return f"DerbyVectorEnv({self.game.name}, num_envs={self.num_envs})"
 
 
-def vector_entry_point(game: str):
-    """The ``vector_entry_point`` Gymnasium registers for ``game`` (``make_vec`` calls it with
-    ``num_envs`` and the keyword arguments)."""
-
-    def make(num_envs: int = 1, **kwargs: Any) -> DerbyVectorEnv:
-        return DerbyVectorEnv(game, num_envs=num_envs, **kwargs)
-
-    make.__name__ = make.__qualname__ = f"make_vec_{game}"
-    return make
+def vector_entry_point(game: str) -> Any:
+    """The ``vector_entry_point`` Gymnasium registers for ``game``: ``make_vec`` calls it with
+    ``num_envs`` and the keyword arguments (a partial of :class:`DerbyVectorEnv`, so the
+    registration, and an env's ``spec``, pickle)."""
+    return functools.partial(DerbyVectorEnv, game)
 
 
 class DerbyMultiAgentBatch:
