@@ -560,3 +560,17 @@ def test_state_from_dict_names_unprintable_values():
         bad = {**data, key: value}
         with pytest.raises(StateFormatError, match="digits|too large"):
             game.state_from_dict(bad)
+
+
+def test_pretrain_data_refuses_special_files_and_deep_meta(files, tmp_path):
+    from training.train.config import ConfigError
+    from training.train.warmstart import DATA_ARRAYS, read_data
+
+    for key in ("fifo", "zero"):
+        with pytest.raises(ConfigError, match="'pretrain.data'.* not a regular file"):
+            read_data(files[key])
+    path = tmp_path / "d.npz"
+    arrays = {k: np.zeros((2, 3)) for k in DATA_ARRAYS}
+    np.savez(path, meta=np.asarray("[" * 5000 + "]" * 5000), **arrays)
+    with pytest.raises(ConfigError, match="its meta: nested more than 100 levels"):
+        read_data(path)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from derby_envs.core.datafile import parse_json
 from training.files import write_atomic
 from training.train.config import ConfigError, TrainConfig
 from training.train.envs import make_env
@@ -55,10 +56,15 @@ def data_meta(config: TrainConfig, game: Any) -> dict[str, Any]:
 def read_data(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The arrays and the meta of a recorded-decisions file (no pickle); a named ConfigError
     if it is not one."""
+    where = f"config key 'pretrain.data': {str(path)!r}"
+    if not path.is_file():  # a FIFO or device would block or never end
+        raise ConfigError(f"{where} is not a regular file")
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in DATA_ARRAYS}
-            meta = json.loads(str(z["meta"]))
+            meta = parse_json(str(z["meta"]), f"{where}: its meta", error=ConfigError)
+    except ConfigError:
+        raise
     except (OSError, KeyError, ValueError, EOFError) as exc:
         raise ConfigError(
             f"config key 'pretrain.data': {str(path)!r} is not a file of recorded decisions "
