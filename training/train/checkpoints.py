@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -227,10 +228,16 @@ def restore_checkpoint(model: Any, path: Path, optimizer: bool = True) -> None:
 
 def save_model_atomic(model: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.zip")
+    # a unique temporary name, as training.files.write_atomic's (sb3 writes the file itself)
+    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.zip", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
     try:
         model.save(tmp)
         fsync_file(tmp)  # the rename must not reach the disk before the data
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a normal file is wanted
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
