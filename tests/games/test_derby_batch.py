@@ -138,14 +138,14 @@ HEURISTICS = ("derby_exchange", "derby_projection")
 @pytest.mark.parametrize("n", PLAYER_COUNTS)
 def test_act_batch_matches_choose(n):
     """Every heuristic's ``act_batch`` gives ``choose``'s action on the reference state, in
-    every position of 24 games played out at random, and leaves the generators as ``choose``
+    every position of 16 games played out at random, and leaves the generators as ``choose``
     leaves its own; some of the decisions are near ties, settled by ``_card_choice``."""
     from agents.registry import make_policy
     from derby_envs.core import pcg64
     from derby_envs.core.policy import choose
 
     g = make_game("derby", num_players=n)
-    B = 24
+    B = 16
     eng = DerbyBatch(g, B)
     eng.reset(np.arange(50 * n, 50 * n + B, dtype=np.uint64), np.ones(B, np.bool_))
     policies = [make_policy(name, g) for name in HEURISTICS]
