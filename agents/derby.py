@@ -466,22 +466,24 @@ class _DerbyBase:
         deny_on = bool(self.deny) and self.n > 1
         nopp = self.n - 1 if deny_on else 0
         start = 0
-        while start < len(rows):
-            end, used, nT, nz = _kb_prepare(
-                rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, self.Ld, self.D,
-                self.exchanges, deny_on, tcat, zcap, status, slot_of, toff, zoff, out,
-            )  # fmt: skip
-            if used:
-                np.exp(tcat[:nT], out=tcat[:nT])  # numpy's exp, as _options_fast
-                nz = _kb_z(FWb, IWb, needb, lay, self.L, used, tcat, vcat, toff, zcat, zoff)
-                np.exp(zcat[:nz], out=zcat[:nz])
-                m = _kb_choose(
-                    rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
-                    nopp, self.exchanges, self.deny, vals, buf, out, unsure,
+        with np.errstate(over="ignore"):  # exp of a huge argument: inf, where phi is 0
+            while start < len(rows):
+                end, used, nT, nz = _kb_prepare(
+                    rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, self.Ld, self.D,
+                    self.exchanges, deny_on, tcat, zcap, status, slot_of, toff, zoff, out,
                 )  # fmt: skip
-                for k in unsure[:m]:  # near ties: _card_choice's own arithmetic decides
-                    out[rows[k]] = self._decide_slot(FWb, IWb, lay, slot_of[k], masks[rows[k]])
-            start = end
+                if used:
+                    np.exp(tcat[:nT], out=tcat[:nT])  # numpy's exp, as _options_fast
+                    nz = _kb_z(FWb, IWb, needb, lay, self.L, used, tcat, vcat, toff, zcat, zoff)
+                    np.exp(zcat[:nz], out=zcat[:nz])
+                    m = _kb_choose(
+                        rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat,
+                        zoff, nopp, self.exchanges, self.deny, vals, buf, out, unsure,
+                    )  # fmt: skip
+                    for k in unsure[:m]:  # near ties: _card_choice's own arithmetic decides
+                        i = rows[k]
+                        out[i] = self._decide_slot(FWb, IWb, lay, slot_of[k], masks[i])
+                start = end
 
     def _decide_slot(self, FWb, IWb, lay, s: int, mask: np.ndarray) -> int:
         """``act``'s choice from the values a chunk's slot ``s`` holds (a card phase)."""

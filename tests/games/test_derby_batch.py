@@ -135,26 +135,22 @@ def test_load_and_to_state(n):
 HEURISTICS = ("derby_exchange", "derby_projection")
 
 
-@pytest.mark.parametrize("n", PLAYER_COUNTS)
-def test_act_batch_matches_choose(n):
-    """Every heuristic's ``act_batch`` gives ``choose``'s action on the reference state, in
-    every position of 16 games played out at random, and leaves the generators as ``choose``
-    leaves its own; some of the decisions are near ties, settled by ``_card_choice``."""
+def _act_batch_against_choose(g, B: int, first_seed: int, options=({},)) -> tuple[int, int]:
+    """Play ``B`` games of ``g`` at random; at every position each heuristic's ``act_batch``
+    must give ``choose``'s action on the reference state and leave the generators as
+    ``choose`` leaves its own. Returns (decisions compared, near ties settled in Python)."""
     from agents.registry import make_policy
     from derby_envs.core import pcg64
     from derby_envs.core.policy import choose
 
-    g = make_game("derby", num_players=n)
-    B = 16
     eng = DerbyBatch(g, B)
-    eng.reset(np.arange(50 * n, 50 * n + B, dtype=np.uint64), np.ones(B, np.bool_))
-    policies = [make_policy(name, g) for name in HEURISTICS]
-    policies.append(make_policy("derby_exchange", g, deny=0.0))
+    eng.reset(np.arange(first_seed, first_seed + B, dtype=np.uint64), np.ones(B, np.bool_))
+    policies = [make_policy(name, g, **kw) for name in HEURISTICS for kw in options]
     near_ties = []
     for pol in policies:
         decide = pol._decide_slot
         pol._decide_slot = lambda *a, _d=decide: near_ties.append(1) or _d(*a)
-    rng = np.random.default_rng(n)
+    rng = np.random.default_rng(first_seed)
     rngs = np.stack([pcg64.row_from_generator(np.random.default_rng(s)) for s in range(B)])
     out = np.zeros(B, np.int64)
     masks = np.zeros((B, g.num_actions), np.int8)
@@ -177,8 +173,31 @@ def test_act_batch_matches_choose(n):
             legal = np.flatnonzero(masks[i])
             actions[i] = legal[rng.integers(len(legal))]
         eng.apply(players, actions)
-    assert decisions > 1000 * len(policies)
+    return decisions, len(near_ties)
+
+
+@pytest.mark.parametrize("n", PLAYER_COUNTS)
+def test_act_batch_matches_choose(n):
+    """Every heuristic's ``act_batch`` (derby_exchange also with deny=0) gives ``choose``'s
+    action in every position of 16 games played out at random; some decisions are near ties,
+    settled by ``_card_choice``."""
+    g = make_game("derby", num_players=n)
+    decisions, near_ties = _act_batch_against_choose(g, 16, 50 * n, ({}, {"deny": 0.0}))
+    assert decisions > 1000 * 2 * len(HEURISTICS)
     assert near_ties  # the fallback ran
+
+
+def test_act_batch_edge_parameters(tmp_path):
+    """The same with a 3-card deck (the pile runs out: a blind draw with no card to value),
+    15 tickets per colour and the shortest track."""
+    for params in (
+        {"deck": _small_deck(tmp_path), "track_length": 12},
+        {"tickets": _many_tickets(tmp_path)},
+        {"track_length": 1},
+    ):
+        g = make_game("derby", num_players=4, **params)
+        decisions, _ = _act_batch_against_choose(g, 6, 7)
+        assert decisions > 0
 
 
 def test_act_batch_any_engine():
