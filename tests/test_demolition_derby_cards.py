@@ -87,11 +87,14 @@ def test_missing_or_unreadable_card_files(tmp_path):
         DemolitionDerbyGame(cards=str(tmp_path / "none.json"))
     bad = tmp_path / "broken.json"
     bad.write_text("{not json")
-    with pytest.raises(InvalidParameterError, match="cannot read"):
+    with pytest.raises(InvalidParameterError, match="broken.json.*not valid JSON"):
         DemolitionDerbyGame(cards=str(bad))
     bad.write_bytes(b"\xff\xfe{}")  # not UTF-8
-    with pytest.raises(InvalidParameterError, match="cannot read.*broken.json"):
+    with pytest.raises(InvalidParameterError, match="broken.json.*not UTF-8"):
         DemolitionDerbyGame(cards=str(bad))
+    with pytest.raises(InvalidParameterError, match="cards"):  # a device is not read
+        (tmp_path / "zero.json").symlink_to("/dev/zero")
+        DemolitionDerbyGame(cards=str(tmp_path / "zero.json"))
 
 
 def test_too_small_deck_is_rejected(tmp_path):

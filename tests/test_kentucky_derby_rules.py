@@ -397,7 +397,7 @@ GOOD_TABLE = {"same_suit": 2, "same_colour": 1, "other": 0}
     ("content", "problem"),
     [
         ("{not json", "not valid JSON"),
-        (b"\xff\xfe{}", "cannot read the file"),
+        (b"\xff\xfe{}", "not UTF-8"),
         ("[1, 2]", "expected a JSON object, got list"),
         ("{}", "needs a non-empty 'tables' object"),
         ('{"tables": {}}', "needs a non-empty 'tables' object"),
@@ -570,3 +570,13 @@ def test_every_accepted_parameter_set_gives_a_session_that_ends(
             state.apply_action(p, int(rng.choice(state.legal_actions(p))))
         assert state.is_terminal()
         assert sum(state.chips) + state.pool + state.pot_carry == game.total_chips
+
+
+def test_a_movement_table_that_is_a_device_is_not_read(tmp_path):
+    from derby_envs.core.errors import InvalidParameterError
+    from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame
+
+    link = tmp_path / "zero.json"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(InvalidParameterError, match="movement_table.*not a regular file"):
+        KentuckyDerbyGame(movement_table=str(link))

@@ -39,7 +39,7 @@ def test_every_shipped_config_validates():
         ({"ppo": {"learning_rat": 1e-3}}, r"'ppo\.learning_rat' \(did you mean 'ppo\.learning_rate'"),
         ({"opponents": {"self_play": {"evry": 10}}}, r"'opponents\.self_play\.evry'.*'opponents\.self_play\.every'"),
         ({"ppo": {"learning_rate": "fast"}}, r"config key 'ppo\.learning_rate': got 'fast', expected a number"),
-        ({"n_envs": 0}, r"config key 'n_envs': got 0, expected an integer in \[1, 256\]"),
+        ({"n_envs": 0}, r"config key 'n_envs': got 0, expected an integer in \[1, 65536\]"),
         ({"n_envs": True}, r"config key 'n_envs': got True"),
         ({"vec_env": "threads"}, r"config key 'vec_env': got 'threads', expected one of 'dummy', 'subproc'"),
         ({"ppo": {"net_arch": [64, -1]}}, r"config key 'ppo\.net_arch\[1\]': got -1"),

@@ -46,12 +46,12 @@ modifiers included), ``types`` (list of type names).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from derby_envs.core.datafile import read_json
 from derby_envs.core.errors import InvalidParameterError
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -540,8 +540,9 @@ def load_card_set(name: str) -> CardSet:
         key = (str(path.resolve()), path.stat().st_mtime)
         if key in _CACHE:
             return _CACHE[key]
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # the suite's bounded reader: a regular file of bounded size and nesting
+        spec = read_json(path, what="parameter 'cards': the card file", error=InvalidParameterError)
+    except OSError as exc:
         raise InvalidParameterError(f"parameter 'cards': cannot read {str(path)!r}: {exc}") from exc
     cs = CardSet(spec, name)
     _CACHE[key] = cs

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from derby_envs.core.datafile import read_json
 from derby_envs.core.errors import InvalidParameterError, StateFormatError
 from derby_envs.core.fields import (
     PLAYERS,
@@ -110,14 +111,11 @@ def _bad_table(where: str, problem: str) -> InvalidParameterError:
 
 def _read_tables(path: Path, where: str) -> Mapping[str, Any]:
     """The ``tables`` mapping of a movement-table file, or a named error."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise _bad_table(where, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _bad_table(where, f"cannot read the file ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise _bad_table(where, f"not valid JSON ({exc})") from None
+    if not path.exists():
+        raise _bad_table(where, "no such file")
+    # the suite's bounded reader: a regular file of bounded size and nesting (a symlink to
+    # /dev/zero or a FIFO is refused, not read until memory runs out)
+    data = read_json(path, what="parameter 'movement_table': the file", error=InvalidParameterError)
     if not isinstance(data, dict):
         raise _bad_table(where, f"expected a JSON object, got {type(data).__name__}")
     tables = data.get("tables")
