@@ -68,6 +68,59 @@ class CheckpointError(DerbyEnvsError, ValueError):
     """A policy checkpoint is missing, corrupted, or was trained for another game or setup."""
 
 
+def check_meta(info: Any) -> None:
+    """The checkpoint's ``derby_meta`` agrees with the file it is in (a
+    :class:`agents.ppo.CheckpointInfo`): ``observation_size`` and ``num_actions`` are integers
+    that fit the network's recorded spaces, ``game`` is a registered game and ``params`` are
+    parameters it accepts and resolves to themselves, ``steps`` and ``seed`` are integers.
+    An edited or damaged meta is a CheckpointError naming the field, not a value carried on.
+    """
+    from derby_envs.core.params import show
+    from derby_envs.registry import available_games, make_game
+
+    meta, source = info.meta, repr(info.source)
+
+    def bad(key: str, problem: str) -> CheckpointError:
+        return CheckpointError(
+            f"{source}: derby_meta[{key!r}] = {show(meta.get(key))} {problem} (an edited or "
+            "damaged checkpoint)"
+        )
+
+    def is_int(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    size = meta.get("observation_size")
+    if size is not None and not (is_int(size) and 0 < size <= info.observation_shape[0]):
+        raise bad(
+            "observation_size", f"does not fit the network's {info.observation_shape[0]} inputs"
+        )
+    n = meta.get("num_actions")
+    if n is not None and not (is_int(n) and n == info.num_actions):
+        raise bad("num_actions", f"is not the network's {info.num_actions} actions")
+    for key in ("steps", "seed"):
+        if meta.get(key) is not None and not (is_int(meta[key]) and meta[key] >= 0):
+            raise bad(key, "is not an integer >= 0")
+    game = meta.get("game")
+    if game is None:
+        return
+    if game not in available_games():
+        raise bad("game", f"is not a registered game ({', '.join(available_games())})")
+    params = meta.get("params")
+    if params is None:
+        return
+    if not isinstance(params, dict):
+        raise bad("params", "is not a mapping of parameters")
+    try:
+        resolved = make_game(game, **params).params
+    except Exception as exc:  # InvalidParameterError, or keywords that are not strings
+        raise bad("params", f"are not parameters of {game} ({exc})") from None
+    # parameters added to the engine since the checkpoint resolve to their defaults: only the
+    # recorded ones must resolve to themselves
+    changed = [k for k in params if json.dumps(resolved[k]) != json.dumps(params[k])]
+    if changed:
+        raise bad("params", f"do not resolve to themselves in {game} ({changed[0]!r})")
+
+
 class PPOPolicy:
     """Plays a MaskablePPO actor through ``act(observation, action_mask, rng)``.
 
@@ -120,6 +173,7 @@ class PPOPolicy:
                 recorded game) do not match ``game``.
         """
         ckpt = read_checkpoint(path)
+        check_meta(ckpt)
         hint, hint_features, features, expected = _check_fit(
             ckpt.source, ckpt.meta, ckpt.observation_shape, ckpt.num_actions, game
         )

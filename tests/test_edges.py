@@ -522,8 +522,9 @@ def _with_meta(src: Path, dest: Path, **changes) -> Path:
 
 
 def test_checkpoint_metadata_is_checked_on_load(tmp_path):
-    from agents.ppo import CheckpointError, read_checkpoint
-    from training.train.checkpoints import check_meta, verify_checkpoint
+    from agents.ppo import CheckpointError, PPOPolicy, check_meta, read_checkpoint
+    from derby_envs.registry import make_game
+    from training.train.checkpoints import verify_checkpoint
 
     kd5 = ROOT / "agents" / "pretrained" / "kentucky_derby_5p.zip"
     verify_checkpoint(kd5)
@@ -545,6 +546,9 @@ def test_checkpoint_metadata_is_checked_on_load(tmp_path):
             check_meta(read_checkpoint(path))
         with pytest.raises(CheckpointError, match=rf"derby_meta\['{field}'\]"):
             verify_checkpoint(path)
+        # the loader of evaluate, play and watch checks it too
+        with pytest.raises(CheckpointError, match=rf"derby_meta\['{field}'\]"):
+            PPOPolicy.load(path, make_game("kentucky_derby", num_players=5))
 
 
 def test_state_from_dict_names_unprintable_values():
