@@ -8,7 +8,8 @@ The arguments, the same in every kernel: ``S`` the integer state (``(B, ...)`` i
 game: the fields of ``batch.STATE_FIELDS`` side by side), ``vec`` the observer's feature vectors
 (``(B, VEC)`` float32), ``rng`` the games' generators (``derby_envs.core.pcg64`` rows), ``TI`` /
 ``TF`` the game's constant tables (int64 / float32, ``batch.TABLES``) and ``L`` the layout: a
-named tuple of ints (where each field and table starts, the game's sizes and scales;
+named tuple of ints (where each field and table starts, and the game's sizes, from which the
+observer's scales follow: ``1.0 / L.max_number`` is ``VectorLayout.inv_value``;
 ``batch.layout``). One flat row per game rather than an array per field: a kernel that handed
 a tuple of some forty arrays to its helpers paid for their reference counts on every call.
 
@@ -33,6 +34,7 @@ from derby_envs.games.derby.constants import (
     EXCHANGE0,
     NUM_HORSES,
     OPEN1,
+    OPEN2,
     OVER,
     PLAY,
     SKIP,
@@ -43,7 +45,6 @@ njit = pcg64.njit
 #: each took the layout tuple by value: ~5x the cost of the work itself)
 inline = functools.partial(njit, inline="always")
 H = NUM_HORSES
-OPEN2 = OPEN1 + 1
 #: the turn record: [player, number, declined, card, source, exchange colour, exchange mode],
 #: then the horses that finished this turn
 REC_PLAYER, REC_NUMBER, REC_DECLINED, REC_CARD, REC_SOURCE, REC_COLOUR, REC_MODE = range(7)
