@@ -96,21 +96,34 @@ def test_trace_is_large_and_varied():
         assert len({a for g in games for a in g[name]}) > 5
 
 
+#: two actions whose values differ by less than this (relative) are a tie: which of them the
+#: heuristic picks then depends on the last bit of sums whose order the BLAS build (and its
+#: OPENBLAS_CORETYPE) chooses, not on the heuristic
+TIE = 1e-12
+
+
 @pytest.mark.parametrize("name", HEURISTICS)
 def test_heuristic_replays_its_recorded_choices(name):
     trace = _load()["games"]
     rng = np.random.default_rng(0)  # the Derby heuristics are deterministic; act() takes one
-    mismatches = []
+    mismatches, ties, decisions = [], 0, 0
     for g in trace:
         game = DerbyGame(num_players=g["players"])
         pol = make_policy(name, game)
         positions = list(_positions(game, g["seed"], g["actions"]))
         assert len(positions) == len(g[name])
         for (step, obs, mask), want in zip(positions, g[name], strict=True):
+            decisions += 1
             got = int(pol.act(obs, mask, rng))
-            if got != want:
-                mismatches.append((g["players"], g["seed"], step, want, got))
+            if got == want:
+                continue
+            v = pol.action_values(obs, mask)
+            if abs(v[want] - v[got]) <= TIE * max(1.0, abs(v[got])):
+                ties += 1  # the recorded choice is as good as the new one, to the last bits
+            else:
+                mismatches.append((g["players"], g["seed"], step, want, got, v[want] - v[got]))
     assert not mismatches, f"{len(mismatches)} changed choices, first: {mismatches[:5]}"
+    assert ties <= 0.02 * decisions, f"{ties} of {decisions} choices flipped between tied actions"
 
 
 if __name__ == "__main__":
