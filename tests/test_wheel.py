@@ -61,6 +61,20 @@ while not done:
     obs, r, term, trunc, info_ = g.step(int(rng.choice(np.flatnonzero(info_["action_mask"]))))
     done = term or trunc
 print("dd_tactical", "compiled" if fast else "python")
+# the batched engines (numba, a core dependency) through gymnasium.make_vec, against
+# Gymnasium's sync vector env of single views
+for name, info in GAMES.items():
+    native = gymnasium.make_vec(info.gym_id, num_envs=4)
+    sync = gymnasium.make_vec(info.gym_id, num_envs=4, vectorization_mode="sync")
+    assert type(native).__name__ == "DerbyVectorEnv", type(native)
+    (o1, i1), (o2, i2) = native.reset(seed=3), sync.reset(seed=3)
+    for _ in range(40):
+        assert np.array_equal(o1, o2) and np.array_equal(i1["action_mask"], i2["action_mask"])
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in i1["action_mask"]])
+        o1, r1, t1, _, i1 = native.step(acts)
+        o2, r2, t2, _, i2 = sync.step(acts)
+        assert np.array_equal(r1, r2) and np.array_equal(t1, t2)
+    print("batched", name)
 """
 
 
@@ -128,7 +142,8 @@ def test_wheel_imports_and_plays_every_env(wheel, tmp_path):
     py = _venv_with(wheel, tmp_path / "venv")
     out = _run([str(py), "-c", PLAY_ALL], cwd=tmp_path)
     assert out.stdout.count("played") == 3 and "registry" in out.stdout, out.stdout
-    assert "dd_tactical python" in out.stdout, out.stdout  # no numba without the train extra
+    assert "dd_tactical compiled" in out.stdout, out.stdout  # numba is a core dependency
+    assert out.stdout.count("batched") == 3, out.stdout
     # the console script a pip user runs first works without the training extra
     cli = _run([str(tmp_path / "venv" / "bin" / "derby-envs"), "list"], cwd=tmp_path)
     assert "Kentucky Derby" in cli.stdout
@@ -136,9 +151,15 @@ def test_wheel_imports_and_plays_every_env(wheel, tmp_path):
 
 def test_wheel_on_the_lowest_declared_dependencies(wheel, tmp_path):
     """pyproject.toml's floors are real: pettingzoo 1.25 (no pettingzoo.make yet), gymnasium
-    1.0, numpy 1.26."""
+    1.1 (its AutoresetMode), numpy 1.26, numba 0.59 (the batched engines run on it)."""
     py = _venv_with(
-        wheel, tmp_path / "venv", "pettingzoo==1.25.0", "gymnasium==1.0.0", "numpy==1.26.4"
+        wheel,
+        tmp_path / "venv",
+        "pettingzoo==1.25.0",
+        "gymnasium==1.1.0",
+        "numpy==1.26.4",
+        "numba==0.59.1",
     )
     out = _run([str(py), "-c", PLAY_ALL], cwd=tmp_path, env={**os.environ, "PYTHONWARNINGS": ""})
     assert out.stdout.count("played") == 3 and "pettingzoo 1.25.0 modules" in out.stdout, out.stdout
+    assert out.stdout.count("batched") == 3, out.stdout
