@@ -154,6 +154,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         train=not args.no_train,
         games=args.games,
         configs=args.config,
+        only_vector=args.vector_only,
     )
     print()
     print(markdown(result))
@@ -406,6 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds", type=float, default=None, help="length of a timed window (default 1.0)"
     )
     p.add_argument("--no-train", action="store_true", help="skip the MaskablePPO training figures")
+    p.add_argument(
+        "--vector-only",
+        action="store_true",
+        help="only the batched rows: make_vec against sync vector envs and PGX, the strongest "
+        "field, bytes per game (docs/vector.md)",
+    )
     p.add_argument(
         "--games",
         nargs="+",

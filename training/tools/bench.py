@@ -451,6 +451,7 @@ def run_bench(
     progress: Callable[[str], None] = print,
     configs: list[str] | None = None,
     vector: bool = True,
+    only_vector: bool = False,
 ) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready result (see the module docstring)."""
     from training.tools.bench_vector import vector_rows
@@ -461,9 +462,10 @@ def run_bench(
     seconds = seconds or (0.2 if quick else 1.0)
     games = games or available_games()
     progress(f"derby-envs {derby_envs.__version__} bench ({repeats} x {seconds:g} s per figure)")
-    rows = random_play_rows(games, repeats, seconds, progress)
-    heuristics = heuristic_rows(games, rows, 41 if quick else 401, progress)
-    training = ppo_training_rows(games, quick, repeats, progress) if train else []
+    full = not only_vector  # --vector-only: the batched rows alone
+    rows = random_play_rows(games, repeats, seconds, progress) if full else []
+    heuristics = heuristic_rows(games, rows, 41 if quick else 401, progress) if full else []
+    training = ppo_training_rows(games, quick, repeats, progress) if train and full else []
     as_configured = config_training_rows(variants, min(repeats, 3), progress)
     batched = (
         vector_rows(games, player_counts, quick, repeats, seconds, progress) if vector else None
@@ -597,10 +599,14 @@ def markdown(result: dict[str, Any]) -> str:
     """The result as Markdown tables (c4 = PettingZoo's connect_four-v3 AEC env, same run)."""
     from training.tools import bench_vector
 
-    lines = [
-        "| env | players | engine steps/s | engine games/s | engine / c4 | AEC steps/s | AEC / c4 | Gym view steps/s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    lines = (
+        []
+        if not result["random_play"]
+        else [
+            "| env | players | engine steps/s | engine games/s | engine / c4 | AEC steps/s | AEC / c4 | Gym view steps/s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+    )
     by = {(r["kind"], r["env"], r["players"]): r for r in result["random_play"]}
     keys = sorted({(r["env"], r["players"]) for r in result["random_play"]})
     for env, n in keys:
