@@ -665,8 +665,12 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(
                 f"| {c['config']} | {c['env']} | {c['players']} | {c['vec_env']} x {c['n_envs']} "
                 f"| {c['random_steps_per_s']:,.0f} | {c['field']} | {c['field_steps_per_s']:,.0f} "
-                f"| {c['ratio_to_random']:.2f}x | {c['ceiling_steps_per_s']:,.0f} "
-                f"| {c['random_over_ceiling']:.2f} |"
+                f"| {c['ratio_to_random']:.2f}x | "
+                + (  # runs recorded before the ceiling was measured have none
+                    f"{c['ceiling_steps_per_s']:,.0f} | {c['random_over_ceiling']:.2f} |"
+                    if "ceiling_steps_per_s" in c
+                    else "– | – |"
+                )
             )
     if result.get("vector"):
         lines += ["", bench_vector.markdown(result["vector"])]
