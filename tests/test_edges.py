@@ -378,17 +378,24 @@ def test_write_atomic_cleans_up_on_error_interrupt_and_sigterm(tmp_path):
         os.kill(os.getpid(), signal.SIGTERM)  # the handler raises in this thread
         time.sleep(5)  # never reached: Terminated is raised at the next bytecode
 
-    for write, kind in (
-        (failing(OSError("disk full")), OSError),
-        (failing(KeyboardInterrupt()), KeyboardInterrupt),
-        (terminated, Terminated),
-    ):
-        with pytest.raises(kind) as info:
-            write_atomic(target, write, binary=True)
-        assert target.read_bytes() == b"old"
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
-    assert info.value.code == 143
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored
+    # write_atomic leaves a program's own SIGTERM handler alone; an earlier test of this process
+    # may have left one (Ray's, installed by the RLlib tests): the default action for this test
+    earlier = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        for write, kind in (
+            (failing(OSError("disk full")), OSError),
+            (failing(KeyboardInterrupt()), KeyboardInterrupt),
+            (terminated, Terminated),
+        ):
+            with pytest.raises(kind) as info:
+                write_atomic(target, write, binary=True)
+            assert target.read_bytes() == b"old"
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+        assert info.value.code == 143
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored
+    finally:
+        if earlier is not None:  # None: a handler not set from Python (left at the default)
+            signal.signal(signal.SIGTERM, earlier)
 
 
 def test_concurrent_gif_writers_each_leave_a_complete_file(replay_file, tmp_path):
