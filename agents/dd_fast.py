@@ -18,8 +18,8 @@ same numbers as the Python playout, bit for bit:
 * a move of mine that ends the Derby is handed back with where it happened: the caller
   deals the next Derby (``Tables.deal``) and the kernels go on into its first turn.
 
-The engine stays the reference: the recorded traces (tests/test_heuristic_traces_dd_kd.py)
-and a test of the values on random positions (tests/test_dd_fast.py) hold both paths to the
+The engine stays the reference: the recorded traces (tests/agents/test_heuristic_traces_dd_kd.py)
+and a test of the values on random positions (tests/agents/test_dd_fast.py) hold both paths to the
 same choices and the same draws.
 """
 

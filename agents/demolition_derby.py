@@ -15,8 +15,8 @@
 run compiled (:mod:`agents.dd_fast`, on the game's compiled rules
 :mod:`derby_envs.games.demolition_derby.kernels`, the batched engine's) when its generator is
 a PCG64 one (the default); ``fast=False`` (or another bit generator) runs them in Python on
-light state copies, with the same values, choices and generator draws (tests/test_dd_fast.py;
-the recorded traces of tests/test_heuristic_traces_dd_kd.py replay with either).
+light state copies, with the same values, choices and generator draws (tests/agents/test_dd_fast.py;
+the recorded traces of tests/agents/test_heuristic_traces_dd_kd.py replay with either).
 ``scripts/time_heuristics.py`` times them.
 """
 
@@ -399,7 +399,7 @@ class DDTactical:
     # the engine's own resolution; the simulated greedy players' scores are read from the state.
     # Every draw from ``rng`` is the same, in the same order, as with the straightforward
     # version (clone, ``resample_hidden``, ``apply_action``, ``DDGreedy.act``); the recorded
-    # traces (tests/test_heuristic_traces_dd_kd.py) hold it to that.
+    # traces (tests/agents/test_heuristic_traces_dd_kd.py) hold it to that.
 
     def _resample(
         self, state: DemolitionDerbyState, player: int, rng: np.random.Generator

@@ -543,7 +543,7 @@ class _DerbyBase:
 # ----- the fast path: the same race model, compiled -------------------------------------------
 # The numpy model above builds a combinations x horses x horses x nodes tensor per decision. The
 # fast path computes the same numbers with three changes, keeping every value bit-identical
-# (tests/test_heuristic_traces_derby.py replays recorded decisions through both):
+# (tests/agents/test_heuristic_traces_derby.py replays recorded decisions through both):
 # * the pairwise chances phi((m_g - x_h)/s_g) depend on a combination only through its number
 #   value and whether g and h move, so they are tabulated per value (4 states), not per
 #   combination;

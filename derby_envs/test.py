@@ -18,7 +18,7 @@ Everything a game must satisfy beyond its own rules, checked on any registered g
   illegal-action modes (raise / penalize / replace), rewards summing to the returns, seeding,
   loading a state, the Gymnasium view's seats and argument errors, the Parallel env's wait action.
 
-One loop covers registry x player counts x option sets (what ``tests/test_conformance.py`` does
+One loop covers registry x player counts x option sets (what ``tests/envs/test_conformance.py`` does
 test by test)::
 
     from derby_envs.test import run_suite

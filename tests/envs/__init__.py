@@ -1,1 +1,1 @@
-"""Environment adapters: single, vector, multi-agent."""
+"""Environment adapters (AEC, Parallel, Gymnasium, vector, multi-agent) and the ecosystem."""

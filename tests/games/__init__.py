@@ -1,1 +1,1 @@
-"""Tests of each game's batched engine (and, later, the games' other tests)."""
+"""Engines: rules, batched engines, saved states, the plugin game."""

@@ -22,7 +22,7 @@ from derby_envs.core.batch_check import batch_battery
 from derby_envs.core.policy import choose
 from derby_envs.games.demolition_derby.batch import DemolitionDerbyBatch
 from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
-from tests.test_demolition_derby_cards import _spec, wrecker_card
+from tests.games.test_demolition_derby_cards import _spec, wrecker_card
 
 PLAYER_COUNTS = range(2, 7)
 VARIANTS = ("standard", "mekk_mania")

@@ -311,5 +311,5 @@ def test_every_accepted_parameter_set_plays_as_the_reference(
                 second_place=second_place,
             )
         except InvalidParameterError:
-            return  # refused at construction (tests/test_kentucky_derby_rules.py)
+            return  # refused at construction (tests/games/test_kentucky_derby_rules.py)
         assert batch_battery(game, [0, 1, 2], compare_states=True) > 0

@@ -1,1 +1,1 @@
-"""Training, evaluation and the tools."""
+"""Training, evaluation and the tools for people (CLI, play, watch, replay, bench, results)."""

@@ -209,7 +209,7 @@ def test_every_registered_game_checks_seeds():
 
 
 # ----- files through the commands that read them ---------------------------------------------
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:

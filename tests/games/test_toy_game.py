@@ -16,7 +16,7 @@ from derby_envs.core.ansi import Palette
 from derby_envs.core.errors import StateFormatError
 from derby_envs.test import run_suite
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import pytest
 from derby_envs.registry import available_games, make_game
 from training.tools.play import HIDDEN_MOVE, format_menu, match_action, play_move
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROMPT = re.compile(r"your choice \[1-(\d+), \? help, q quit\]: ")
 GAME_OVER = "Game over after"
 

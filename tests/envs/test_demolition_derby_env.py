@@ -4,7 +4,7 @@ conservation of cards, random-play fuzzing and golden transcripts.
 
 The game-independent contract (PettingZoo/Gymnasium batteries, registration, illegal actions,
 rewards, seeding, pickling, clone and save round trips, resample_hidden of observations, masks
-and text) runs from tests/test_conformance.py over every declared option set (derby_envs.test).
+and text) runs from tests/envs/test_conformance.py over every declared option set (derby_envs.test).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ every decision with more than one legal action, the choice of ``derby_exchange``
 ``derby_projection`` in that position, recorded before the speed-up.
 
 Re-record (only if a rules fix changes the positions): ``DERBY_UPDATE_TRACE=1 .venv/bin/python
--m tests.test_heuristic_traces_derby``.
+-m tests.agents.test_heuristic_traces_derby``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from agents.registry import make_policy
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.games.derby.engine import DerbyGame
 
-TRACE = Path(__file__).parent / "data" / "derby_heuristic_trace.json.gz"
+TRACE = Path(__file__).resolve().parents[1] / "data" / "derby_heuristic_trace.json.gz"
 HEURISTICS = ("derby_exchange", "derby_projection")
 MODES = ("random", "heuristics", "mixed")
 GAMES_PER_MODE = 4  # x 3 modes x 3 player counts x ~142 decisions = ~5,100 decisions

@@ -21,7 +21,7 @@ from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
 from derby_envs.games.derby.engine import DerbyGame
 from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame
 from tests.common import random_action
-from tests.test_states_bounds import EXTREME_PARAMS
+from tests.games.test_states_bounds import EXTREME_PARAMS
 
 CONFIGS: list[tuple[type[Game], dict]] = [
     (KentuckyDerbyGame, dict(num_players=4)),

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_training_smoke import tiny
+from tests.training.test_training_smoke import tiny
 from training.cli import main
 from training.files import LOCK_NAME, RunDirInUseError, RunDirLock, is_temp_name
 from training.train import checkpoints, train
 from training.train.config import ConfigError, config_from_dict, load_config
 from training.train.pool import read_pool_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SELF_PLAY = {
     "opponents.self_play": {"enabled": True, "every": 256, "weight": 50},
     "checkpoint.every": 256,

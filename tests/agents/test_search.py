@@ -10,7 +10,7 @@ from agents.registry import is_search, make_policy, policy_names
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import choose
 from derby_envs.registry import make_game
-from tests.test_ismcts import _PublicOnly
+from tests.agents.test_ismcts import _PublicOnly
 from training.tools.play import default_agents
 
 

@@ -12,7 +12,7 @@ from agents.registry import make_policy, policy_names
 from derby_envs.core.policy import choose
 from derby_envs.games.derby.engine import EXCHANGE, EXCHANGE0, OPEN1, SKIP, DerbyGame
 from tests.common import play_seats
-from tests.test_derby_rules import give_ticket, payload, put_open, set_up
+from tests.games.test_derby_rules import give_ticket, payload, put_open, set_up
 
 HEURISTICS = ("derby_projection", "derby_exchange")
 

@@ -9,7 +9,7 @@ is the same, so a test that replays them pins both what the heuristics play and 
 randomness they consume (downstream play stays identical).
 
 The traces were recorded with the implementations before the issue-12 speed work
-(``python -m tests.test_heuristic_traces_dd_kd --record``); do not re-record them to make a
+(``python -m tests.agents.test_heuristic_traces_dd_kd --record``); do not re-record them to make a
 test pass: a difference is a changed choice.
 """
 
@@ -27,7 +27,7 @@ from agents.registry import make_policy
 from derby_envs.core.policy import UniformRandomPolicy, choose
 from derby_envs.registry import make_game
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 FILES = {"demolition_derby": DATA / "dd_traces.json", "kentucky_derby": DATA / "kd_traces.json"}
 
 # (game, heuristic, parameter sets, agent decisions per episode cap, episodes per set and field)
@@ -147,7 +147,7 @@ def test_trace_replays_identically(game_name, agent):
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--record"]:
-        sys.exit("usage: python -m tests.test_heuristic_traces_dd_kd --record")
+        sys.exit("usage: python -m tests.agents.test_heuristic_traces_dd_kd --record")
     DATA.mkdir(exist_ok=True)
     for name in FILES:
         record(name)

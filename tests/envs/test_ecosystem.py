@@ -13,7 +13,7 @@ import derby_envs
 from derby_envs.core.flat import flat_observation_v0
 from derby_envs.test import entry_module
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "ecosystem.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "ecosystem.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
 GAMES = sorted(derby_envs.GAMES)
 

@@ -236,7 +236,7 @@ def test_residual_policy_starts_as_its_hint_agent_and_runs_in_numpy():
 
 
 PRETRAINED = sorted(
-    (Path(__file__).resolve().parent.parent / "agents" / "pretrained").glob("*.zip")
+    (Path(__file__).resolve().parents[2] / "agents" / "pretrained").glob("*.zip")
 )
 
 

@@ -27,7 +27,7 @@ from derby_envs.test import (
 
 CONFIGS = list(all_configs())
 GAMES = sorted(registry.available_games())
-SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
+SMOKE = Path(__file__).resolve().parents[2] / "configs" / "smoke"
 
 
 def _id(config):

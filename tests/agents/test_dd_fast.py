@@ -7,7 +7,7 @@ the same randomness downstream. The kernels draw from a pcg64 row holding the ge
 state (derby_envs.core.pcg64, tested against numpy in tests/games/test_pcg64.py); the re-deal runs in the kernels or, for Mekk Mania and
 re-drawn ability choices, in Python: both are checked, as are the ties of noisy scores and a
 Derby ended by my move (the kernels deal the next one themselves).
-The recorded traces (tests/test_heuristic_traces_dd_kd.py) replay with the compiled path.
+The recorded traces (tests/agents/test_heuristic_traces_dd_kd.py) replay with the compiled path.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 from training.cli import main
 from training.train.config import ConfigError, config_from_dict, describe, load_config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs").rglob("*.yaml"))
 
 

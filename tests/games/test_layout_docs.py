@@ -12,7 +12,7 @@ from derby_envs.games.demolition_derby.engine import DemolitionDerbyGame
 from derby_envs.games.derby.engine import DerbyGame
 from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 # add a game here when it declares ``observation_layout`` (Demolition Derby: when adopted)
 GAMES = [KentuckyDerbyGame, DerbyGame, DemolitionDerbyGame]
 

@@ -3,7 +3,7 @@ chips reward, golden transcripts.
 
 The game-independent contract (PettingZoo/Gymnasium batteries, registration, illegal actions,
 rewards, seeding, pickling, clone and save round trips, no hidden information in observations
-or text) runs from tests/test_conformance.py over every declared option set (derby_envs.test).
+or text) runs from tests/envs/test_conformance.py over every declared option set (derby_envs.test).
 """
 
 from __future__ import annotations

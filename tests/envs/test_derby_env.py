@@ -3,7 +3,7 @@ observation names, and its text board.
 
 The game-independent contract (PettingZoo/Gymnasium batteries, registration, illegal actions,
 rewards, seeding, pickling, round trips, bounds, no hidden information) runs from
-tests/test_conformance.py over every declared option set (derby_envs.test).
+tests/envs/test_conformance.py over every declared option set (derby_envs.test).
 """
 
 from __future__ import annotations

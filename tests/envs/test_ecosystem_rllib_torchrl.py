@@ -1,6 +1,6 @@
 """RLlib and TorchRL without glue: the RLlib adapter keeps RLlib's multi-agent conventions on
 every game, and TorchRL rolls out every game (docs/ecosystem.md's examples, these two libraries'
-among them, run in tests/test_ecosystem.py)."""
+among them, run in tests/envs/test_ecosystem.py)."""
 
 from __future__ import annotations
 

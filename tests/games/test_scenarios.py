@@ -13,7 +13,7 @@ from derby_envs.core.game import places_from_scores
 from derby_envs.games.derby.engine import DerbyGame
 from derby_envs.games.kentucky_derby.engine import KentuckyDerbyGame, card_name
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 # a game joins when its docs page has a "Scenarios and results" example
 DOC_GAMES = ["kentucky_derby", "demolition_derby"]
 

@@ -31,7 +31,7 @@ from training.tools.replay import (
 )
 from training.tools.watch import run_watch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = {
     "kentucky_derby": {"num_players": 4, "num_races": 3},
     "kentucky_derby_sealed": {"num_players": 5, "num_races": 2, "betting": "sealed"},

@@ -18,7 +18,7 @@ from training.tools.play import HIDDEN_MOVE, default_agents, fill_lineup
 from training.tools.replay import load_replay
 from training.tools.watch import run_watch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = {
     "kentucky_derby": {"num_players": 3, "num_races": 2},
     "derby": {"num_players": 3},

@@ -26,7 +26,7 @@ from training.cli import main
 from training.train.config import ConfigError, config_from_dict, load_config
 from training.train.pool import OpponentPool, read_pool_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PRETRAINED = sorted((ROOT / "agents" / "pretrained").glob("*.zip"))
 KD5 = ROOT / "agents" / "pretrained" / "kentucky_derby_5p.zip"
 
@@ -182,7 +182,7 @@ def test_pool_json_snapshots_load_safely_and_stay_in_the_run_dir(evil, tmp_path)
 def test_resume_refuses_a_run_whose_pool_points_outside(evil, tmp_path, capsys):
     """A shared run directory whose pool.json names a file elsewhere: --resume stops with a
     clear error before loading anything."""
-    from tests.test_training_smoke import tiny
+    from tests.training.test_training_smoke import tiny
 
     data_zip, _, marker = evil
     run = tmp_path / "run"
@@ -458,7 +458,7 @@ def test_mutated_checkpoints_get_clear_errors_long(tmp_path):
 def test_resume_never_runs_a_payload_planted_in_the_run_dir(tmp_path, capsys):
     """Resume restores checkpoints without unpickling: a planted payload in the newest
     checkpoint makes it 'damaged' (skipped, kept as *.corrupt); in all of them, resume stops."""
-    from tests.test_training_smoke import tiny
+    from tests.training.test_training_smoke import tiny
     from training.train import checkpoints, train
 
     marker = tmp_path / "PWNED"

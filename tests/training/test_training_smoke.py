@@ -16,7 +16,7 @@ from training.train import checkpoints, export_policy, train
 from training.train.config import ConfigError, config_from_dict
 from training.train.smoke import load_smoke, smoke_config, smoke_yaml, write_missing
 
-SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
+SMOKE = Path(__file__).resolve().parents[2] / "configs" / "smoke"
 
 
 def tiny(game: str, run_dir: Path, **over) -> dict:

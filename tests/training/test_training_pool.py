@@ -119,7 +119,7 @@ def test_fixed_zip_members_resolve_like_the_config_checks_them(tmp_path, monkeyp
 
     from agents.ppo import PPOPolicy
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
     game5 = make_game("kentucky_derby", num_players=5)
     pool = OpponentPool(

@@ -1,0 +1,1 @@
+"""Policies: heuristics, searches, ISMCTS, learned policies."""
