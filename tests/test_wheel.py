@@ -62,8 +62,11 @@ while not done:
     done = term or trunc
 print("dd_tactical", "compiled" if fast else "python")
 # the batched engines (numba, a core dependency) through gymnasium.make_vec, against
-# Gymnasium's sync vector env of single views
+# Gymnasium's sync vector env of single views (BATCHED: the games whose kernels compile here;
+# a fresh venv compiles them, tens of seconds each)
 for name, info in GAMES.items():
+    if name not in BATCHED:
+        continue
     native = gymnasium.make_vec(info.gym_id, num_envs=4)
     sync = gymnasium.make_vec(info.gym_id, num_envs=4, vectorization_mode="sync")
     assert type(native).__name__ == "DerbyVectorEnv", type(native)
@@ -138,9 +141,13 @@ def test_wheel_contents(wheel):
 GAME_DATA = ("derby", "kentucky_derby", "demolition_derby")
 
 
+def _play_all(batched: tuple[str, ...]) -> str:
+    return f"BATCHED = {batched!r}\n" + PLAY_ALL
+
+
 def test_wheel_imports_and_plays_every_env(wheel, tmp_path):
     py = _venv_with(wheel, tmp_path / "venv")
-    out = _run([str(py), "-c", PLAY_ALL], cwd=tmp_path)
+    out = _run([str(py), "-c", _play_all(GAME_DATA)], cwd=tmp_path)
     assert out.stdout.count("played") == 3 and "registry" in out.stdout, out.stdout
     assert "dd_tactical compiled" in out.stdout, out.stdout  # numba is a core dependency
     assert out.stdout.count("batched") == 3, out.stdout
@@ -160,6 +167,12 @@ def test_wheel_on_the_lowest_declared_dependencies(wheel, tmp_path):
         "numpy==1.26.4",
         "numba==0.59.1",
     )
-    out = _run([str(py), "-c", PLAY_ALL], cwd=tmp_path, env={**os.environ, "PYTHONWARNINGS": ""})
+    # the batched engine of one game (its kernels compiled by numba 0.59); the wheel's own venv
+    # above compiles and plays all three on the newest numba
+    out = _run(
+        [str(py), "-c", _play_all(("kentucky_derby",))],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONWARNINGS": ""},
+    )
     assert out.stdout.count("played") == 3 and "pettingzoo 1.25.0 modules" in out.stdout, out.stdout
-    assert out.stdout.count("batched") == 3, out.stdout
+    assert out.stdout.count("batched") == 1, out.stdout

@@ -169,7 +169,7 @@ def test_a_flat_search_expert_gives_its_own_move():
     """``expert_decision`` with a flat search (no root visits): the move it plays, one-hot."""
     from training.train.warmstart import expert_decision
 
-    from .test_search import late_positions
+    from tests.agents.test_search import late_positions
 
     game = make_game("derby", num_players=4)
     expert = make_policy("derby_rollout", game, rollouts=2, z=0.0)
