@@ -38,7 +38,8 @@ format: $(STAMP)
 
 # the training configs whose speed against their strongest-heuristic field bench reports
 BENCH_CONFIGS = configs/derby_4p.yaml configs/demolition_derby_2p.yaml \
-	configs/demolition_derby_4p.yaml configs/kentucky_derby_5p.yaml
+	configs/demolition_derby_4p.yaml configs/kentucky_derby_5p.yaml \
+	configs/kentucky_derby_5p_batch.yaml
 
 bench: $(STAMP)
 	$(BIN)/derby-envs bench --config $(BENCH_CONFIGS)
