@@ -491,14 +491,14 @@ def test_shared_win():
 @pytest.mark.parametrize(
     ("param", "content", "problem"),
     [
-        ("deck", b"\xff\xfe{}", "cannot read"),
+        ("deck", b"\xff\xfe{}", "not UTF-8"),
         ("deck", {"cards": [{"moves": [1.5], "exchange": []}] * 3}, "needs 'moves' and 'exchange'"),
         (
             "deck",
             {"cards": [{"moves": [True], "exchange": []}] * 3},
             "needs 'moves' and 'exchange'",
         ),
-        ("tickets", b"\xff\xfe{}", "cannot read"),
+        ("tickets", b"\xff\xfe{}", "not UTF-8"),
         ("tickets", {"per_colour": [[1.5, 3]] * 6}, "list of \\[threshold, profit\\] pairs"),
         ("tickets", {"per_colour": [[2, True]] * 6}, "list of \\[threshold, profit\\] pairs"),
     ],
@@ -526,3 +526,11 @@ def test_saved_turn_record_must_match_the_turn_in_progress():
         with pytest.raises(StateFormatError, match="malformed saved state"):
             game.state_from_dict(bad)
     assert game.state_from_dict(data).to_dict() == state.to_dict()
+
+
+@pytest.mark.parametrize("param", ["deck", "tickets"])
+def test_a_data_file_that_is_a_device_is_not_read(tmp_path, param):
+    link = tmp_path / f"{param}.json"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(InvalidParameterError, match=f"{param}.*not a regular file"):
+        DerbyGame(**{param: str(link)})

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from derby_envs.core.datafile import read_json
 from derby_envs.core.errors import InvalidParameterError
 from derby_envs.games.derby.constants import NUM_HORSES
 
@@ -18,14 +19,11 @@ DATA_DIR = Path(__file__).parent / "data"
 
 
 def load_json(path: Path, what: str) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidParameterError(f"parameter {what!r}: no such file {str(path)!r}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidParameterError(
-            f"parameter {what!r}: cannot read {str(path)!r}: {exc}"
-        ) from None
+    """A data file through the suite's bounded reader (a regular file of bounded size and
+    nesting: a symlink to /dev/zero or a FIFO is refused, not read), errors naming ``what``."""
+    if not path.exists():
+        raise InvalidParameterError(f"parameter {what!r}: no such file {str(path)!r}")
+    return read_json(path, what=f"parameter {what!r}: the file", error=InvalidParameterError)
 
 
 def strict_int(v: Any) -> int:
