@@ -31,6 +31,20 @@ from derby_envs.core.render import close_env, render_env
 MAX_REDEALS = 1000
 
 
+def check_learner_seat(learner_seat: Any, num_players: int) -> int | None:
+    """``learner_seat`` if it is None or a seat of ``num_players``; else a named error."""
+    n = num_players
+    if learner_seat is not None and (
+        isinstance(learner_seat, bool)
+        or not isinstance(learner_seat, int | np.integer)
+        or not 0 <= learner_seat < n
+    ):
+        raise InvalidParameterError(
+            f"parameter 'learner_seat': got {learner_seat!r}, expected None or an integer in [0, {n - 1}]"
+        )
+    return learner_seat
+
+
 class SingleAgentEnv(gymnasium.Env):
     """The game seen by one learner.
 
@@ -93,15 +107,7 @@ class SingleAgentEnv(gymnasium.Env):
         self.reward_mode = self.game.check_reward_mode(
             self.game.reward_modes[0] if reward_mode is None else reward_mode
         )
-        if learner_seat is not None and (
-            isinstance(learner_seat, bool)
-            or not isinstance(learner_seat, int | np.integer)
-            or not 0 <= learner_seat < n
-        ):
-            raise InvalidParameterError(
-                f"parameter 'learner_seat': got {learner_seat!r}, expected None or an integer in [0, {n - 1}]"
-            )
-        self.learner_seat = learner_seat
+        self.learner_seat = check_learner_seat(learner_seat, n)
         if isinstance(opponents, str) or not isinstance(opponents, Sequence):
             opponents = [opponents] * (n - 1)
         elif len(opponents) == 1:  # a list of one: that policy in every other seat

@@ -44,7 +44,7 @@ from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game
 from derby_envs.core.params import Param, check_choice
 from derby_envs.core.policy import resolve_policy
-from derby_envs.core.single_agent import MAX_REDEALS
+from derby_envs.core.single_agent import MAX_REDEALS, check_learner_seat
 
 NUM_ENVS = Param("num_envs", 1, int, "games stepped per call", low=1, high=1 << 20)
 _SEED_HIGH = 2**63 - 1  # the single view seeds each game with integers(2**63 - 1)
@@ -96,6 +96,18 @@ def resolve_seeds(seed: Any, num_envs: int) -> list[int | None]:
         return [SEED.validate(s) for s in seed]
     s = SEED.validate(seed)
     return [s + i for i in range(num_envs)]
+
+
+def seed_rows(
+    rows: np.ndarray, seeds: Sequence[int | None], which: np.ndarray | None = None
+) -> None:
+    """Seed the generator rows (of the rows in ``which``) as ``default_rng(seeds[i])``; a None
+    seed draws fresh entropy from the OS, as an unseeded Gymnasium reset does."""
+    for i in range(len(rows)) if which is None else np.flatnonzero(which):
+        s = seeds[i]
+        if s is None:
+            s = int(np.random.SeedSequence().generate_state(2, np.uint64).view(np.uint64)[0] >> 1)
+        pcg64.seed_row(rows[i], s)
 
 
 def _opponent_list(opponents: Any, n: int) -> list[Any]:
@@ -177,14 +189,7 @@ class LearnerBatch:
         self.reward_mode = game.check_reward_mode(
             game.reward_modes[0] if reward_mode is None else reward_mode
         )
-        if learner_seat is not None and (
-            isinstance(learner_seat, bool)
-            or not isinstance(learner_seat, int | np.integer)
-            or not 0 <= learner_seat < n
-        ):
-            raise InvalidParameterError(
-                f"parameter 'learner_seat': got {learner_seat!r}, expected None or an integer in [0, {n - 1}]"
-            )
+        learner_seat = check_learner_seat(learner_seat, n)
         self.fixed_seat = -1 if learner_seat is None else int(learner_seat)
         if hasattr(opponents, "draw") and hasattr(opponents, "policies"):
             self.seats = opponents  # draws the members of each episode (a training pool)
@@ -219,13 +224,7 @@ class LearnerBatch:
     # ----- episodes -------------------------------------------------------------------------
     def seed(self, seeds: Sequence[int | None], which: np.ndarray | None = None) -> None:
         """Seed the envs' generators (None: fresh entropy), as ``reset(seed=...)`` does."""
-        for i in range(self.num_envs) if which is None else np.flatnonzero(which):
-            s = seeds[i]
-            if s is None:
-                s = int(
-                    np.random.SeedSequence().generate_state(2, np.uint64).view(np.uint64)[0] >> 1
-                )
-            pcg64.seed_row(self.rng[i], s)
+        seed_rows(self.rng, seeds, which)
 
     def start(self, which: np.ndarray) -> None:
         """New episodes in the envs of ``which``, as the single view's ``reset`` (seat, deal,
@@ -570,13 +569,7 @@ class DerbyMultiAgentBatch:
     def reset(self, seed: int | Sequence[int | None] | None = None):
         """New games everywhere; ``seed`` as :func:`resolve_seeds`. Returns ``(obs, masks,
         acting)``."""
-        seeds = resolve_seeds(seed, self.num_envs)
-        for i, s in enumerate(seeds):
-            if s is None:
-                s = int(
-                    np.random.SeedSequence().generate_state(2, np.uint64).view(np.uint64)[0] >> 1
-                )
-            pcg64.seed_row(self.rng[i], s)
+        seed_rows(self.rng, resolve_seeds(seed, self.num_envs))
         every = np.ones(self.num_envs, np.bool_)
         self._start(every)
         self._pending[:] = False
