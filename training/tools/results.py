@@ -58,6 +58,7 @@ def _evaluate(game: str, players: int, lineup: str, deals: int) -> str:
 #: every measurement of docs/results/, by name (the order of the pages)
 MEASUREMENTS: dict[str, Measurement] = {
     "bench": Measurement("bench", "Throughput: engines, envs, heuristics, training", "derby-envs bench --repeats 3"),
+    "vector": Measurement("bench", "Batched envs: make_vec against sync vector envs and PGX", "derby-envs bench --vector-only --repeats 3"),
     # each game's strongest heuristic against random seats, its other heuristic and ISMCTS
     # (default budget) against a field of the strongest
     "kd_value_vs_random": Measurement(
