@@ -37,7 +37,7 @@ class Policy(Protocol):
     ) -> int: ...
 
 
-#: the ``fast`` option of the compiled heuristics: True, False or None (wherever numba is)
+#: the ``fast`` option of dd_tactical's playouts: True, False or None (wherever numba is)
 FAST = Param(
     "fast", None, bool, "the compiled path (None: wherever numba is installed)", allow_none=True
 )

@@ -584,6 +584,8 @@ POLICIES = {
     "dd_greedy": DDGreedy,
     "dd_tactical": DDTactical,
 }
+#: the strongest of them (``agents.registry.strongest_heuristic``)
+STRONGEST_HEURISTIC = "dd_tactical"
 
 
 def ismcts_preset(game) -> dict:

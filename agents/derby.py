@@ -23,14 +23,15 @@ Policies:
   located) and subtracts ``deny`` times the mean value of the opponents' tickets it knows;
   in the exchange phase it takes the best exchange that gains.
 
-The model runs in one of two implementations with the same values, bit for bit (a test replays
-recorded decisions through both): the numpy model (``fast=False``) and, by default, compiled
-kernels that tabulate the pairwise chances per number value, compute a placing probability
-only where a score reads it, and run the sums and divisions vectorised over groups of
-combinations (see "the fast path" below). The kernels are compiled once and cached by numba;
-their work arrays belong to the thread (shared by its Derby policies), so a policy can be
-copied, pickled and shared between threads. ``act_batch`` runs the same kernels over the
-rows of a batched engine (``derby_envs.core.batch``), with the same choices.
+The model runs in compiled kernels (numba) that tabulate the pairwise chances per number value,
+compute a placing probability only where a score reads it, and run the sums and divisions
+vectorised over groups of combinations (see "the kernels" below). Its readable form, plain
+numpy over whole arrays, is the test oracle ``tests/agents/derby_oracle.py``: the kernels give
+every action the oracle's value, bit for bit (a test replays recorded games through both), and
+the kernels' docstrings name the oracle methods they mirror. The kernels are compiled once and
+cached by numba; their work arrays belong to the thread (shared by its Derby policies), so a
+policy can be copied, pickled and shared between threads. ``act_batch`` runs the same kernels
+over the rows of a batched engine (``derby_envs.core.batch``), with the same choices.
 
 ``derby_rollout`` is derby_exchange improved by a rollout search late in the game: paired
 playouts of a derby_exchange field decide where to deviate from its move (``agents/search.py``).
@@ -43,23 +44,10 @@ from __future__ import annotations
 
 import threading
 
+import numba
 import numpy as np
 
-try:  # without numba the numpy model runs (the same choices, slower)
-    import numba
-
-    _njit = numba.njit(cache=True, nogil=True, error_model="numpy")
-except ImportError:  # pragma: no cover - exercised only where numba is not installed
-    numba = None
-
-    def _njit(fn):
-        return fn
-
-
-from agents.base import FAST
-from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.params import Param
-from derby_envs.games.derby import observer
 from derby_envs.games.derby.engine import (
     BLIND,
     DECLINE,
@@ -71,18 +59,14 @@ from derby_envs.games.derby.engine import (
     DerbyGame,
 )
 
+_njit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
 H = NUM_HORSES
-_T = np.arange(1, H + 1)  # places 1..9
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(7)  # E[f(Z)], Z ~ N(0, 1)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 
-def _phi(x: np.ndarray) -> np.ndarray:
-    """Standard normal CDF, logistic approximation (max error ~0.01, no scipy needed)."""
-    return 1.0 / (1.0 + np.exp(-1.702 * x))
-
-
-# The fast path's work arrays, per thread: shared by the thread's policies (one decision at a
+# The kernels' work arrays, per thread: shared by the thread's policies (one decision at a
 # time: a decision writes everything it reads), so a field of several policies keeps one set
 # warm in the caches, and a policy holds no views of them (a copy or a pickle of a view would
 # be an array apart).
@@ -127,7 +111,7 @@ class _DerbyBase:
     needs_state = False
     exchanges = False
 
-    def __init__(self, game: DerbyGame, deny: float = 0.5, fast: bool | None = None) -> None:
+    def __init__(self, game: DerbyGame, deny: float = 0.5) -> None:
         if game.name != "derby":
             raise ValueError(f"{type(self).__name__} plays Derby, not {game.name}")
         self.game = game
@@ -142,156 +126,12 @@ class _DerbyBase:
         self.card_moves_f = (game.card_ranks > 0).astype(np.float64)
         # the tickets of one colour as (threshold, profit) pairs
         self.colour_tickets = [tuple(t) for t in game.ticket_values]
-        fast = FAST.validate(fast)
-        if fast and numba is None:
-            raise InvalidParameterError(
-                "parameter 'fast': fast=True needs numba (pip install numba); "
-                "allowed without it: fast=False or None (the numpy model, same choices)"
-            )
-        # fast: the compiled path (same values, bit for bit); default: wherever numba is present
-        self.fast = numba is not None if fast is None else bool(fast)
         self._ct_thr = np.array([t for t, _ in self.colour_tickets], np.int64)
         self._ct_prof = np.array([p for _, p in self.colour_tickets], np.float64)
         sl = game.observation_slices
         self._off = np.array([sl[name].start for name in _FIELDS], np.int64)
         self._scale = game.layout.integer_scale  # the observer's decoding (observer.decode)
-        self._consts: tuple | None = None  # the fast path's constants (see _work)
-
-    # ----- reading the observation -------------------------------------------------------
-    def _read(self, obs: np.ndarray) -> dict:
-        """The numpy model's reading of the observation (``observer.decode``)."""
-        o = observer.decode(self.game, obs)
-        n = self.n
-        r = {
-            "phase": int(np.argmax(o["phase"])) if o["phase"].any() else -1,
-            "num_played": bool(o["played"][0]),
-            "card_played": bool(o["played"][1]),
-            "number": int(o["number_played"][0]),
-            "card_ranks": o["card_played"],
-            "pos": o["positions"].astype(np.float64),
-            "place": o["places"],
-            "open": o["open_cards"].reshape(2, H),
-            "pile": np.flatnonzero(o["pile"]),
-            "up": int(o["num_up"][0]),
-            "left": o["num_left"].reshape(n, self.V),
-            "bottom": o["num_bottom"].reshape(n, self.Ld),
-        }
-
-        def tickets(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            x = x.reshape(-1, 2)
-            return x[:, 0], x[:, 1].astype(np.float64)
-
-        r["own_thr"], r["own_prof"] = tickets(o["own_tickets"])
-        r["up_thr"], r["up_prof"] = tickets(o["stock_up"])
-        thr, prof = tickets(o["opp_tickets"])
-        r["opp_thr"], r["opp_prof"] = thr.reshape(n - 1, H), prof.reshape(n - 1, H)
-        thr, prof = tickets(o["stock_down"])
-        r["down_thr"], r["down_prof"] = thr.reshape(H, self.D), prof.reshape(H, self.D)
-        return r
-
-    def _next_number(self, r: dict) -> tuple[np.ndarray, np.ndarray]:
-        """Values and probabilities of the card a decline would turn up."""
-        counts = r["left"][0].copy()
-        counts[r["up"] - 1] -= 1
-        known = [int(v) for v in r["bottom"][0] if v > 0]  # slot 0 = bottom
-        for v in known:
-            counts[v - 1] -= 1
-        if counts.sum() > 0:  # the next card is one of the unknown ones
-            vals = np.flatnonzero(counts > 0) + 1
-            return vals, counts[vals - 1] / counts.sum()
-        return np.array([known[-1]]), np.array([1.0])  # only known cards below: the top one
-
-    def _down_weights(self, r: dict) -> np.ndarray:
-        """``W[c, t-1]``: expected profit at threshold t of the top face-down ticket of colour c
-        (the ticket if tracked, else uniform over the tickets of c not located)."""
-        W = np.zeros((H, H))
-        for c in range(H):
-            t0 = r["down_thr"][c, 0]
-            if t0 > 0:
-                W[c, t0 - 1] = r["down_prof"][c, 0]
-                continue
-            pool = list(self.colour_tickets)
-            seen = [(r["own_thr"][c], r["own_prof"][c]), (r["up_thr"][c], r["up_prof"][c])]
-            seen += [(t, p) for t, p in zip(r["opp_thr"][:, c], r["opp_prof"][:, c], strict=True)]
-            seen += [(t, p) for t, p in zip(r["down_thr"][c], r["down_prof"][c], strict=True)]
-            for t, p in seen:
-                if t > 0 and (t, p) in pool:
-                    pool.remove((t, p))
-            for t, p in pool:
-                W[c, t - 1] += p / len(pool)
-        return W
-
-    # ----- the race model ---------------------------------------------------------------
-    def _outcomes(self, r: dict, values: np.ndarray, ranks: np.ndarray) -> dict:
-        """Project the race after playing ``values[b]`` with the card of rank vector
-        ``ranks[b]``: ``P_le[b, h, t-1] = P(place(h) <= t)``, plus the positions and places."""
-        L = self.L
-        pos = r["pos"][None, :]
-        place = r["place"][None, :]
-        racing = place == 0
-        movers = (ranks > 0) & racing
-        newpos = pos + values[:, None] * movers
-        cross = movers & (newpos >= L)
-        F0 = int((r["place"] > 0).sum())
-        # of horses crossing on one card, the lower one on the card places better
-        before = (cross[:, :, None] & (ranks[:, :, None] < ranks[:, None, :])).sum(1)
-        newplace = np.where(cross, F0 + 1 + before, place)
-        finished = newplace > 0
-        F = finished.sum(1)
-        # future movement: every number card still to come, spread over the unplayed cards
-        left = r["left"]
-        vals = np.arange(1, self.V + 1)
-        total_cards = left.sum() - 1  # after this turn's card
-        R = (left * vals).sum() - values  # (B,)
-        pile = r["pile"]  # share of the draw pile's cards that move each horse
-        f = self.card_moves_f[pile].mean(0) if len(pile) else np.full(H, 2 / 3)
-        ev2 = (left * vals**2).sum() / max(left.sum(), 1)
-        ev = (left * vals).sum() / max(left.sum(), 1)
-        var = max(total_cards, 0) * (ev2 * f - (ev * f) ** 2)
-        sd = np.sqrt(np.maximum(var, 0)) + 0.5
-        m = newpos + R[:, None] * f[None, :]
-        # final standing of a racing horse ~ N(m, sd^2), independent across horses; given
-        # horse h ends at x, each other racing horse beats it with P(N(m_g, sd_g^2) > x), and
-        # the count of those is about normal; averaged over x (Gauss-Hermite nodes)
-        x = m[:, :, None] + sd[None, :, None] * _NODES[None, None, :]  # [b, h, q]
-        pb = _phi((m[:, :, None, None] - x[:, None, :, :]) / sd[None, :, None, None])  # [b,g,h,q]
-        still = ~finished
-        pb = pb * (still[:, :, None] & still[:, None, :])[:, :, :, None]
-        idx = np.arange(H)
-        pb[:, idx, idx, :] = 0.0
-        mu = pb.sum(1)  # [b, h, q]
-        sig = np.sqrt((pb * (1 - pb)).sum(1) + 0.08)
-        z = (_T - F[:, None, None, None] - 0.5 - mu[..., None]) / sig[..., None]  # [b,h,q,t]
-        racing_le = np.einsum("bhqt,q->bht", _phi(z), _WEIGHTS)
-        P_le = np.where(finished[:, :, None], newplace[:, :, None] <= _T[None, None, :], racing_le)
-        return {"P_le": P_le, "finished": finished}
-
-    @staticmethod
-    def _ticket_ev(P_le: np.ndarray, thr: np.ndarray, prof: np.ndarray) -> np.ndarray:
-        """(B, 9) value of one ticket per colour (threshold 0 = unknown: worth 0)."""
-        known = thr > 0
-        t = np.where(known, thr - 1, 0)
-        return P_le[:, np.arange(H), t] * np.where(known, prof, 0.0)[None, :]
-
-    def _score(self, r: dict, out: dict, ranks: np.ndarray) -> np.ndarray:
-        """Value of each outcome for this player (B,)."""
-        P_le = out["P_le"]
-        own = self._ticket_ev(P_le, r["own_thr"], r["own_prof"])
-        score = own.sum(1)
-        if not self.exchanges:
-            return score
-        up = self._ticket_ev(P_le, r["up_thr"], r["up_prof"])
-        down = np.einsum("bct,ct->bc", P_le, r["W"])
-        gain = np.maximum(up, down) - own
-        eligible = (ranks == 0) & ~out["finished"]
-        score = score + np.maximum(np.where(eligible, gain, 0.0).max(1), 0.0)
-        if self.deny and self.n > 1:
-            opp = sum(
-                self._ticket_ev(P_le, r["opp_thr"][k], r["opp_prof"][k]).sum(1)
-                for k in range(self.n - 1)
-            )
-            score = score - self.deny * opp / (self.n - 1)
-        return score
+        self._consts: tuple | None = None  # the kernels' constants (see _work)
 
     # ----- decisions ----------------------------------------------------------------------
     value_scale = 2.0  # ticket points: how far below the best an option counts as "far"
@@ -319,52 +159,35 @@ class _DerbyBase:
         return values
 
     def _options(self, observation: np.ndarray, mask: np.ndarray) -> dict[int, float]:
-        if self.fast:
-            return self._options_fast(observation, mask)
-        r = self._read(observation)
-        if self.exchanges:
-            r["W"] = self._down_weights(r)
-        if mask[SKIP]:
-            return self._exchange(r, mask)
-        return self._cards(r, mask)
-
-    def _exchange(self, r: dict, mask: np.ndarray) -> dict[int, float]:
-        options = {SKIP: 0.05}  # a small margin: don't churn for nothing
-        if not self.exchanges:
+        """The value of every option (by action id) through the kernels: three kernel calls
+        and two numpy exps, then ``_card_choice`` in a card phase."""
+        if mask[SKIP] and not self.exchanges:
+            return {SKIP: 0.05}
+        deny_on = bool(self.deny) and self.n > 1
+        cards_phase = not mask[SKIP]
+        CF, CI, FW, IW, need, lay, T, out, dec_p, info = self._work()
+        nT, nv, nc = _k_prepare(
+            observation, CF, CI, FW, IW, need, lay, self.Ld, self.D, self.exchanges, deny_on,
+            cards_phase, bool(mask[DECLINE]),
+        )  # fmt: skip
+        T = T[:nT]
+        np.exp(T, out=T)  # numpy's exp (its SIMD exp can differ from libm's)
+        z = _z_buffer(nv * nc * H * H * _Q)
+        k = _k_z(FW, IW, need, lay, self.L, nT, z)
+        np.exp(z[:k], out=z[:k])
+        _k_values(
+            FW, IW, need, lay, z, self.n - 1 if deny_on else 0, self.exchanges, self.deny,
+            cards_phase,
+        )  # fmt: skip
+        if not cards_phase:
+            options = {SKIP: 0.05}
+            for c in range(H):
+                if mask[EXCHANGE0 + 2 * c]:
+                    options[EXCHANGE0 + 2 * c] = float(out[c])
+                    options[EXCHANGE0 + 2 * c + 1] = float(out[H + c])
             return options
-        P_le = self._outcomes(r, np.zeros(1), np.zeros((1, H), np.int64))["P_le"]
-        own = self._ticket_ev(P_le, r["own_thr"], r["own_prof"])[0]
-        up = self._ticket_ev(P_le, r["up_thr"], r["up_prof"])[0]
-        down = (P_le[0] * r["W"]).sum(1)
-        for c in range(H):
-            if not mask[EXCHANGE0 + 2 * c]:
-                continue
-            for m, v in ((0, up[c]), (1, down[c])):
-                options[EXCHANGE0 + 2 * c + m] = float(v - own[c])
-        return options
-
-    def _cards(self, r: dict, mask: np.ndarray) -> dict[int, float]:
-        # number options: the card to play now, or the distribution a decline turns up
-        if r["num_played"]:
-            v_play, dec_vals, dec_p = r["number"], np.zeros(0, np.int64), np.zeros(0)
-        else:
-            v_play = r["up"]
-            if mask[DECLINE]:
-                dec_vals, dec_p = self._next_number(r)
-            else:
-                dec_vals, dec_p = np.zeros(0, np.int64), np.zeros(0)
-        # movement options: the card played, or open 1, open 2 and every pile card
-        if r["card_played"]:
-            cards = r["card_ranks"][None, :]
-        else:
-            cards = np.concatenate([r["open"], self.card_ranks[r["pile"]]])
-        values = np.concatenate([[v_play], dec_vals]).astype(np.float64)
-        nv, nc = len(values), len(cards)
-        vv = np.repeat(values, nc)
-        cc = np.tile(cards, (nv, 1))
-        out = self._outcomes(r, vv, cc)
-        ev = self._score(r, out, cc).reshape(nv, nc)
-        return self._card_choice(ev, dec_p, r["num_played"], r["card_played"], mask)
+        ev = out[: nv * nc].reshape(nv, nc)
+        return self._card_choice(ev, dec_p[: info[2]], bool(info[3]), bool(info[4]), mask)
 
     def _card_choice(
         self, ev: np.ndarray, dec_p: np.ndarray, num_played: bool, card_played: bool, mask
@@ -395,7 +218,7 @@ class _DerbyBase:
         return options
 
     def _work(self) -> tuple:
-        """The fast path's arrays, packed into a few flat ones (each kernel argument costs its
+        """The kernels' arrays, packed into a few flat ones (each kernel argument costs its
         unboxing at every call): the constants ``CF``/``CI`` and ``lay`` (offsets and sizes,
         see :func:`_wviews`), this policy's own; the work arrays ``FW``/``IW`` and ``need``
         and the views Python reads, one set per thread for all the policies of one layout
@@ -418,36 +241,6 @@ class _DerbyBase:
             self._consts = (CF, CI, lay, (sum(f_sizes), sum(i_sizes), i_sizes[4]), lay.tobytes())
         CF, CI, lay, sizes, key = self._consts
         return (CF, CI, *_work_arrays(lay, sizes, key))
-
-    def _options_fast(self, observation: np.ndarray, mask: np.ndarray) -> dict[int, float]:
-        """``_options`` through the compiled kernels (the same values, bit for bit)."""
-        if mask[SKIP] and not self.exchanges:
-            return {SKIP: 0.05}
-        deny_on = bool(self.deny) and self.n > 1
-        cards_phase = not mask[SKIP]
-        CF, CI, FW, IW, need, lay, T, out, dec_p, info = self._work()
-        nT, nv, nc = _k_prepare(
-            observation, CF, CI, FW, IW, need, lay, self.Ld, self.D, self.exchanges, deny_on,
-            cards_phase, bool(mask[DECLINE]),
-        )  # fmt: skip
-        T = T[:nT]
-        np.exp(T, out=T)  # numpy's exp (its SIMD exp can differ from libm's)
-        z = _z_buffer(nv * nc * H * H * _Q)
-        k = _k_z(FW, IW, need, lay, self.L, nT, z)
-        np.exp(z[:k], out=z[:k])
-        _k_values(
-            FW, IW, need, lay, z, self.n - 1 if deny_on else 0, self.exchanges, self.deny,
-            cards_phase,
-        )  # fmt: skip
-        if not cards_phase:
-            options = {SKIP: 0.05}
-            for c in range(H):
-                if mask[EXCHANGE0 + 2 * c]:
-                    options[EXCHANGE0 + 2 * c] = float(out[c])
-                    options[EXCHANGE0 + 2 * c + 1] = float(out[H + c])
-            return options
-        ev = out[: nv * nc].reshape(nv, nc)
-        return self._card_choice(ev, dec_p[: info[2]], bool(info[3]), bool(info[4]), mask)
 
     # ----- many games per call ---------------------------------------------------------------
     _SLOTS = 4  # rows per chunk (~0.4 MB of work arrays a row: more fall out of the caches)
@@ -473,7 +266,7 @@ class _DerbyBase:
                     self.exchanges, deny_on, tcat, zcap, status, slot_of, toff, zoff, out,
                 )  # fmt: skip
                 if used:
-                    np.exp(tcat[:nT], out=tcat[:nT])  # numpy's exp, as _options_fast
+                    np.exp(tcat[:nT], out=tcat[:nT])  # numpy's exp, as _options
                     nz = _kb_z(FWb, IWb, needb, lay, self.L, used, tcat, vcat, toff, zcat, zoff)
                     np.exp(zcat[:nz], out=zcat[:nz])
                     m = _kb_choose(
@@ -495,7 +288,7 @@ class _DerbyBase:
         return max(options, key=options.get)
 
     def _batch_work(self, B: int) -> tuple:
-        """This thread's chunk work arrays for this policy's layout (the fast path's packing
+        """This thread's chunk work arrays for this policy's layout (``_work``'s packing
         without the table parts: the tables of a chunk share ``tcat``/``vcat``, its phi
         arguments ``zcat``) and the per-row buffers for ``B`` rows."""
         self._work()  # the constants
@@ -540,10 +333,11 @@ class _DerbyBase:
         return options
 
 
-# ----- the fast path: the same race model, compiled -------------------------------------------
-# The numpy model above builds a combinations x horses x horses x nodes tensor per decision. The
-# fast path computes the same numbers with three changes, keeping every value bit-identical
-# (tests/agents/test_heuristic_traces_derby.py replays recorded decisions through both):
+# ----- the kernels: the race model, compiled ------------------------------------------------
+# The oracle (tests/agents/derby_oracle.py, the model in numpy) builds a combinations x horses x
+# horses x nodes tensor per decision. The kernels compute the same numbers, keeping every value
+# bit-identical (tests/agents/test_heuristic_traces_derby.py replays recorded decisions through
+# both); the kernels' docstrings name the oracle methods they mirror (``_read``, ``_outcomes``):
 # * the pairwise chances phi((m_g - x_h)/s_g) depend on a combination only through its number
 #   value and whether g and h move, so they are tabulated per value (4 states), not per
 #   combination;
@@ -563,7 +357,6 @@ _FIELDS = (
     "played", "number_played", "card_played", "positions", "places", "open_cards", "pile",
     "num_up", "num_left", "num_bottom", "own_tickets", "stock_up", "opp_tickets", "stock_down",
 )  # fmt: skip
-_NO_TICKETS = np.zeros((0, H), np.int64)
 _Q = 7  # Gauss-Hermite nodes
 assert len(_NODES) == _Q
 
@@ -653,8 +446,8 @@ def _mark(need, thr):
 
 
 @_njit
-def _down_weights_fast(down_thr, down_prof, seen_thr, seen_prof, ct_thr, ct_prof):
-    """``_DerbyBase._down_weights``; ``seen_*[c]``: the colour's located tickets."""
+def _down_weights(down_thr, down_prof, seen_thr, seen_prof, ct_thr, ct_prof):
+    """The oracle's ``_down_weights``; ``seen_*[c]``: the colour's located tickets."""
     W = np.zeros((9, 9))
     K = len(ct_thr)
     pool = np.empty(K, np.bool_)
@@ -681,8 +474,8 @@ def _down_weights_fast(down_thr, down_prof, seen_thr, seen_prof, ct_thr, ct_prof
 
 
 @_njit
-def _next_number_fast(left0, up, bottom0):
-    """``_DerbyBase._next_number``."""
+def _next_number(left0, up, bottom0):
+    """The oracle's ``_next_number``."""
     counts = left0.copy()
     counts[up - 1] -= 1
     last = 0
@@ -757,7 +550,7 @@ def _weights(n, D, thr, prof, down_thr, down_prof, ct_thr, ct_prof):
             seen_thr[c, r], seen_prof[c, r] = thr[r, c], prof[r, c]
         for s in range(D):
             seen_thr[c, n + 1 + s], seen_prof[c, n + 1 + s] = down_thr[c, s], down_prof[c, s]
-    return _down_weights_fast(down_thr, down_prof, seen_thr, seen_prof, ct_thr, ct_prof)
+    return _down_weights(down_thr, down_prof, seen_thr, seen_prof, ct_thr, ct_prof)
 
 
 @_njit
@@ -798,7 +591,7 @@ def _combos(iv, off, Ld, left0, card_ranks, pile, decline, values, dec_p, cards,
             bottom0 = np.empty(Ld, np.int64)
             for j in range(Ld):
                 bottom0[j] = int(iv[off[9] + j])
-            dec_vals, dp = _next_number_fast(left0, up, bottom0)
+            dec_vals, dp = _next_number(left0, up, bottom0)
             nd = len(dec_vals)
             for j in range(nd):
                 values[1 + j] = dec_vals[j]
@@ -1139,7 +932,7 @@ def _exchange_best(P, b, ranks, place, thr, prof, W, own, up):
 
 @_njit
 def _scores(P, B, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out):
-    """The value of every combination for this player (``_DerbyBase._score``) into ``out``."""
+    """The value of every combination for this player (the oracle's ``_score``) into ``out``."""
     own = np.empty(9)
     up = np.empty(9)
     tmp = np.empty(9)
@@ -1160,7 +953,7 @@ def _scores(P, B, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out):
 
 @_njit
 def _exchange_gains(P, thr, prof, W, out):
-    """``_DerbyBase._exchange``'s gains per colour: ``out[c]`` the face-up ticket,
+    """The oracle's ``_exchange``'s gains per colour: ``out[c]`` the face-up ticket,
     ``out[9 + c]`` the top face-down ticket."""
     own = np.empty(9)
     up = np.empty(9)
@@ -1522,13 +1315,15 @@ POLICIES = {
     "derby_projection": DerbyProjection,
     "derby_exchange": DerbyExchange,
 }
+#: the strongest of them (``agents.registry.strongest_heuristic``)
+STRONGEST_HEURISTIC = "derby_exchange"
 #: named searches (listed by ``policy_names`` with ``search`` and ``ismcts``, not heuristics)
 SEARCHES = {"derby_rollout": derby_rollout}
 
 
 # ----- a per-player leaf value for search (ISMCTS ``leaf="heuristic"``) ----------------------
 # The same race model, read from a (determinized) state, which holds every player's tickets:
-# each racing horse ends at N(m_h, sd_h^2) as in ``_outcomes``; the chance that a player wins
+# each racing horse ends at N(m_h, sd_h^2) as in the card model (``_race_inputs``); the chance that a player wins
 # is estimated over a fixed table of normal draws (common random numbers: the same draws at
 # every leaf, so leaves are compared without sampling noise between them, and no rng is used).
 _LEAF_DRAWS = 32

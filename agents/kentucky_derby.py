@@ -325,6 +325,8 @@ POLICIES = {
     "kd_contrarian": KDContrarian,
     "kd_value": KDValue,
 }
+#: the strongest of them (``agents.registry.strongest_heuristic``)
+STRONGEST_HEURISTIC = "kd_value"
 
 
 def ismcts_preset(game) -> dict:

@@ -11,6 +11,8 @@ Game-independent agents: ``random``, ``search`` (determinized Monte Carlo) and `
 (information-set MCTS). A module's ``SEARCHES`` (same form) are named settings of those
 searches, such as Derby's ``derby_rollout``: listed and made like the others, but not among
 the game's heuristics (``game_policies``), which benchmarks time and play offers by default.
+A module's ``STRONGEST_HEURISTIC`` names its strongest heuristic (:func:`strongest_heuristic`:
+the field of bench's training rows).
 """
 
 from __future__ import annotations
@@ -57,6 +59,21 @@ def game_table(game_name: str, table: str) -> dict[str, Any]:
     ``PROGRESS``, ``ISMCTS_PRESETS``); empty without the module or the table."""
     module = game_module(game_name)
     return dict(getattr(module, table, {})) if module is not None else {}
+
+
+def strongest_heuristic(game_name: str) -> str | None:
+    """The name of a game's strongest heuristic (``STRONGEST_HEURISTIC`` of its agents
+    module: the field benchmarks and training comparisons play against); None where the
+    module declares none. A name that is not one of the module's ``POLICIES`` is an
+    InvalidParameterError."""
+    module = game_module(game_name)
+    name = getattr(module, "STRONGEST_HEURISTIC", None) if module is not None else None
+    if name is not None and name not in game_policies(game_name):
+        raise InvalidParameterError(
+            f"{module.__name__}.STRONGEST_HEURISTIC: {name!r} is not one of its POLICIES "
+            f"({', '.join(sorted(game_policies(game_name))) or 'none'})"
+        )
+    return name
 
 
 def game_policies(game_name: str) -> dict[str, Callable[..., Any]]:

@@ -35,7 +35,7 @@ PARTS = (
     ("  kernel _k_prepare", "agents/derby.py", "_k_prepare", False),
     ("  kernel _k_z", "agents/derby.py", "_k_z", False),
     ("  kernel _k_values", "agents/derby.py", "_k_values", False),
-    ("  numpy's exps, Python (_options_fast)", "agents/derby.py", "_options_fast", True),
+    ("  numpy's exps, Python (_options)", "agents/derby.py", "_options", True),
     ("  choosing the option (_card_choice)", "agents/derby.py", "_card_choice", False),
     ("learner's observations", "observer.py", "observation", False),
     ("the Gymnasium view's step", "core/single_agent.py", "step", False),

@@ -1,7 +1,7 @@
 """Decision times of the strongest heuristics of every game, before and after the speed work.
 
-A study (``derby-envs bench`` times every heuristic for users, ``fast=False`` included); it
-keeps frozen copies of two agents as they were before that work (``Ref*`` below). Usage::
+A study (``derby-envs bench`` times every heuristic for users); it keeps frozen copies of two
+agents as they were before that work (``Ref*`` below). Usage::
 
     .venv/bin/python scripts/studies/time_heuristics.py [--positions 400] [--rounds 3] [--json out.json]
 
@@ -11,9 +11,9 @@ speed work (``Ref*`` below) are timed one after the other with the same seeded r
 their choices and rng use are checked to agree. Figures: per-decision median and mean over
 the positions (the median over ``rounds`` repetitions of each), and their ratios.
 
-``derby_exchange`` (Derby 4p) is timed against its numpy model (``fast=False``), the
-implementation before the issue-12 speed work, kept in ``agents/derby.py`` as the reference
-the compiled path must match bit for bit; ``first_call_ms`` is the first decision of the
+``derby_exchange`` (Derby 4p) is timed against its numpy model, the implementation before the
+issue-12 speed work, kept as the test oracle the compiled kernels must match bit for bit
+(``tests/agents/derby_oracle.py``); ``first_call_ms`` is the first decision of the
 process (loading numba's cached kernels, or compiling them when the cache is cold).
 
 ``kd_value`` keeps the best actions of each betting situation it has seen; ``new`` is a fresh
@@ -41,6 +41,7 @@ from agents.registry import make_policy
 from derby_envs.core.policy import UniformRandomPolicy
 from derby_envs.games.demolition_derby.engine import DEPLOY
 from derby_envs.registry import make_game
+from tests.agents.derby_oracle import oracle_policy
 
 
 class RefDDTactical:
@@ -244,7 +245,7 @@ def time_in_play(game, ref, new, sessions: int) -> dict:
 
 
 def time_derby(count: int, rounds: int) -> dict:
-    """derby_exchange, Derby 4p: the compiled path against the numpy model on the same
+    """derby_exchange, Derby 4p: the compiled kernels against the numpy oracle on the same
     positions in the same run, each timed over the whole position list in turn (as a policy
     meets decisions in play: one after the other, not each right after the other
     implementation's large arrays have flushed the caches); choices checked to agree. Per
@@ -255,7 +256,7 @@ def time_derby(count: int, rounds: int) -> dict:
     t = time.perf_counter()
     fast.act(*inputs[0], np.random.default_rng(0))
     first = time.perf_counter() - t
-    ref = make_policy("derby_exchange", g, fast=False)
+    ref = oracle_policy("derby_exchange", g)
     times: dict[str, list[list[float]]] = {"reference": [], "new": []}
     for _ in range(rounds):
         choices = []

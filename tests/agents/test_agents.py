@@ -60,11 +60,11 @@ def test_agent_names_resolve_through_the_entry_point():
 @pytest.mark.parametrize(
     ("game_name", "spec", "message"),
     [
-        ("derby", "derby_exchange:fast=no", "agent 'derby_exchange': parameter 'fast': got 'no'"),
+        ("derby", "derby_exchange:fast=no", "agent 'derby_exchange' has no option 'fast'; its options: deny$"),
         ("derby", "derby_exchange:deny=abc", "parameter 'deny': got 'abc', expected a number"),
         ("derby", "derby_projection:deny=nan", "parameter 'deny': got nan"),
         ("derby", "derby_exchange:deny=-1", r"parameter 'deny': got -1.0, expected a number in \[0"),
-        ("derby", "derby_exchange:dny=1", "agent 'derby_exchange' has no option 'dny'; its options: deny, fast"),
+        ("derby", "derby_exchange:dny=1", "agent 'derby_exchange' has no option 'dny'; its options: deny$"),
         ("derby", "derby_rollout:fast=1", "agent 'derby_rollout' has no option 'fast'; its options: rollouts,"),
         ("derby", "random:seed=1", "agent 'random' has no option 'seed'; its options: none"),
         ("demolition_derby", "dd_tactical:fast=2", "parameter 'fast': got 2, expected a bool or None"),
@@ -82,12 +82,36 @@ def test_an_agent_option_of_the_wrong_name_or_value_is_a_named_error(game_name, 
     game = make_game(game_name)
     with pytest.raises(InvalidParameterError, match=message):
         resolve_policy(spec, game)
-    good = {
-        "derby": "derby_exchange:deny=1,fast=false",
-        "demolition_derby": "dd_tactical:samples=1,noise=0,fast=false",
+    good = {  # (spec, attribute, value)
+        "derby": ("derby_exchange:deny=1", "deny", 1.0),
+        "demolition_derby": ("dd_tactical:samples=1,noise=0,fast=false", "fast", False),
     }
     if game_name in good:  # the same options, valid, still work
-        assert resolve_policy(good[game_name], game).fast is False
+        spec, attribute, value = good[game_name]
+        assert getattr(resolve_policy(spec, game), attribute) == value
+
+
+def test_each_game_names_its_strongest_heuristic_in_its_agents_module(monkeypatch):
+    """``STRONGEST_HEURISTIC`` of a game's agents module, the one place bench (its training,
+    vector and ``--config`` fields), rllib_bench and the demo read it from: one of the game's
+    heuristics; a name that is not is an error naming the module; without one, None."""
+    from agents.registry import game_module, game_policies, strongest_heuristic
+
+    want = {
+        "kentucky_derby": "kd_value",
+        "derby": "derby_exchange",
+        "demolition_derby": "dd_tactical",
+    }
+    assert {g: strongest_heuristic(g) for g in want} == want
+    assert all(name in game_policies(g) for g, name in want.items())
+    module = game_module("derby")
+    monkeypatch.setattr(module, "STRONGEST_HEURISTIC", "derby_rollout")  # a search, not one
+    with pytest.raises(
+        InvalidParameterError, match=r"agents\.derby\.STRONGEST_HEURISTIC: 'derby_rollout'"
+    ):
+        strongest_heuristic("derby")
+    monkeypatch.delattr(module, "STRONGEST_HEURISTIC")
+    assert strongest_heuristic("derby") is None
 
 
 def test_search_checks_its_budget_and_needs_the_state():

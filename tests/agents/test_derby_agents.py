@@ -236,7 +236,7 @@ def _decisions(game: DerbyGame, seed: int) -> list:
 
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 def test_a_copied_heuristic_values_as_the_original(how):
-    """A policy that has decided (its compiled path's arrays in use) copies or pickles into
+    """A policy that has decided (its kernels' work arrays in use) copies or pickles into
     one that gives the same values (a copy used to hold copies of views of its work arrays,
     which the kernels never wrote: wrong values on ~every decision)."""
     import copy
@@ -247,7 +247,6 @@ def test_a_copied_heuristic_values_as_the_original(how):
     pol = make_policy("derby_exchange", g)
     expected = [pol.action_values(o, m) for o, m in positions]
     twin = copy.deepcopy(pol) if how == "deepcopy" else pickle.loads(pickle.dumps(pol))
-    assert pol.fast and twin.fast
     for (o, m), want in zip(positions, expected, strict=True):
         assert np.array_equal(twin.action_values(o, m), want)
 

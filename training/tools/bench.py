@@ -14,9 +14,10 @@ Everything is timed in one run on the same machine with the same random-legal-pl
 * per heuristic of every game and player count: the median and mean time of one decision
   (the observation prebuilt) on 400 positions recorded from seeded random play, and its ratio
   to that game's engine step time; the first call is reported apart (``first_call_ms``, the
-  policy's construction included: e.g. loading or compiling numba kernels, self-checks), and for a heuristic with a compiled path (the Derby
-  heuristics, dd_tactical) the same figures with ``fast=False`` (the same choices, the
-  uncompiled code);
+  policy's construction included: e.g. loading or compiling numba kernels, self-checks), and for a
+  heuristic with an uncompiled twin (dd_tactical's ``fast=False``: the same choices) the same
+  figures uncompiled (records made when the Derby heuristics still had their numpy model as an
+  option, now the test oracle ``tests/agents/derby_oracle.py``, time it too);
 * MaskablePPO training env-steps/s at ``n_envs`` 1 and 8 (DummyVecEnv): connect_four-v3
   (learner vs a random opponent) as the reference, and for Derby 4p, Demolition Derby 2p and
   4p and Kentucky Derby 5p against random seats and against a field of the game's strongest
@@ -63,11 +64,12 @@ def player_counts(game: str) -> tuple[int, ...]:
 
 
 # MaskablePPO against random seats and against a field of the game's strongest heuristic
+# (agents.registry.strongest_heuristic): (game, players)
 TRAINING_FIELDS = (
-    ("derby", 4, "derby_exchange"),
-    ("demolition_derby", 2, "dd_tactical"),
-    ("demolition_derby", 4, "dd_tactical"),
-    ("kentucky_derby", 5, "kd_value"),
+    ("derby", 4),
+    ("demolition_derby", 2),
+    ("demolition_derby", 4),
+    ("kentucky_derby", 5),
 )
 REFERENCES = ("classic/connect_four_v3", "classic/leduc_holdem_v4")
 REFERENCE = "classic/connect_four_v3"
@@ -244,8 +246,8 @@ def _decision_times(policy: Any, positions: list, setup_s: float = 0.0) -> dict[
 def heuristic_times(game_name: str, num_players: int, names: list[str], positions: list) -> list:
     """Per heuristic: first-call, median and mean time (ms) of one decision over
     ``positions`` (``act`` on the prebuilt observation; ``act_state`` for a policy that reads
-    the state); for a policy with a compiled path (``fast``) also the times of the same
-    policy with ``fast=False`` (the numpy / Python code it must match, choice for choice)."""
+    the state); for a policy with a ``fast`` option (dd_tactical) also the times of the same
+    policy with ``fast=False`` (the Python code it must match, choice for choice)."""
     from agents.registry import make_policy
 
     game = make_game(game_name, num_players=num_players)
@@ -256,7 +258,7 @@ def heuristic_times(game_name: str, num_players: int, names: list[str], position
         setup_s = time.perf_counter() - t0
         row = {"game": game_name, "players": num_players, "heuristic": name}
         row.update(_decision_times(policy, positions, setup_s))
-        if getattr(policy, "fast", False):  # a compiled path: uncompiled, same positions
+        if getattr(policy, "fast", False):  # an uncompiled twin: the same positions
             reference = _decision_times(make_policy(name, game, fast=False), positions)
             row["uncompiled_median_ms"] = reference["median_ms"]
             row["uncompiled_mean_ms"] = reference["mean_ms"]
@@ -338,14 +340,13 @@ def ppo_steps_per_s(make_env: Callable[[], gymnasium.Env], n_envs: int, timestep
     return rate
 
 
-STRONGEST = {g: h for g, _, h in TRAINING_FIELDS}
-
-
 def config_variants(path: str | Path) -> tuple[Any, Any, str]:
     """A MaskablePPO config as it trains, twice: its opponent pool replaced by random seats,
-    and by a field of the game's strongest heuristic (``STRONGEST``, else the config's first
-    evaluation field); self-play off. Everything else (vec env, ``n_envs``, PPO settings,
-    hint, reward) is the config's. Returns (vs random, vs field, the field's agent)."""
+    and by a field of the game's strongest heuristic (``agents.registry.strongest_heuristic``,
+    else the config's first evaluation field); self-play off. Everything else (vec env,
+    ``n_envs``, PPO settings, hint, reward) is the config's. Returns (vs random, vs field, the
+    field's agent)."""
+    from agents.registry import strongest_heuristic
     from training.train.config import ConfigError, load_config
     from training.train.rllib_config import is_rllib_config, read_yaml
 
@@ -360,7 +361,7 @@ def config_variants(path: str | Path) -> tuple[Any, Any, str]:
         return load_config(path, [pool, "opponents.self_play.enabled=false"])
 
     vs_random = variant("random")
-    field = STRONGEST.get(vs_random.game) or next(iter(vs_random.evaluation.fields), None)
+    field = strongest_heuristic(vs_random.game) or next(iter(vs_random.evaluation.fields), None)
     if field is None:
         raise ConfigError(
             f"{str(path)!r}: no strongest heuristic known for {vs_random.game!r}; give the "
@@ -543,13 +544,15 @@ def heuristic_rows(
 def _training_envs(games: list[str]) -> list[tuple[str, int, str, Callable[[], gymnasium.Env]]]:
     """(env, players, opponents, factory) of the MaskablePPO cases: the reference, then each
     TRAINING_FIELDS case of ``games`` against random seats and its strongest heuristic."""
+    from agents.registry import strongest_heuristic
+
     envs: list[tuple[str, int, str, Callable[[], gymnasium.Env]]] = [
         (REFERENCE, 2, "random", lambda: AECvsRandom(REFERENCE))
     ]
-    for g, n, strongest in TRAINING_FIELDS:
+    for g, n in TRAINING_FIELDS:
         if g not in games:
             continue
-        for opp in ("random", strongest):
+        for opp in ("random", strongest_heuristic(g)):
             envs.append(
                 (
                     g,
@@ -626,7 +629,7 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [
             "",
             "| heuristic | game | players | median ms | mean ms | median / engine step "
-            "| mean / engine step | first call ms | fast=False: median, mean ms |",
+            "| mean / engine step | first call ms | uncompiled: median, mean ms |",
             "|---|---|---:|---:|---:|---:|---:|---:|---|",
         ]
         for h in result["heuristics"]:

@@ -11,7 +11,8 @@ the mask the env shows):
 * ``pgx``: PGX's ``connect_four`` (JAX, ``vmap``-ed ``step`` with auto-reset, one jitted call a
   step) at the same N, where ``pgx`` is installed (the ``bench`` extra; ``make bench``);
   ``ratio_to_pgx`` = our decisions/s over PGX's steps/s;
-* ``field``: the vector env at N = 256 against a field of the game's strongest heuristic, and
+* ``field``: the vector env at N = 256 against a field of the game's strongest heuristic
+  (``agents.registry.strongest_heuristic``; a game without one has no row), and
   the single view against the same field (``speedup`` the ratio);
 * ``bytes_per_game``: the batched state (engine, generators, buffers) per game.
 
@@ -35,12 +36,6 @@ from derby_envs.registry import game_info
 SIZES = (1, 64, 1024, 8192)
 QUICK_SIZES = (1, 64)
 FIELD_SIZE = 256
-#: the strongest heuristic of each game (the field the targets name)
-STRONGEST = {
-    "kentucky_derby": "kd_value",
-    "derby": "derby_exchange",
-    "demolition_derby": "dd_tactical",
-}
 
 
 class _Sampler:
@@ -225,27 +220,30 @@ def vector_rows(
                     f"{v['decisions_per_s']:>11,.0f} decisions/s  x{row['speedup']:.0f} sync"
                     + ("" if pgx[size] is None else f"  {row['ratio_to_pgx']:.2f}x pgx")
                 )
+    from agents.registry import strongest_heuristic
+
     fields = []
     for g in games:
-        if g not in STRONGEST:
+        field = strongest_heuristic(g)
+        if field is None:
             continue
         n = players(g)[len(players(g)) // 2]
         size = 32 if quick else FIELD_SIZE
-        v = vector_rate(g, n, size, seconds, repeats, opponents=STRONGEST[g])
-        s = single_rate(g, n, seconds, repeats, opponents=STRONGEST[g])
+        v = vector_rate(g, n, size, seconds, repeats, opponents=field)
+        s = single_rate(g, n, seconds, repeats, opponents=field)
         fields.append(
             {
                 "env": g,
                 "players": n,
                 "num_envs": size,
-                "field": STRONGEST[g],
+                "field": field,
                 "steps_per_s": v["steps_per_s"],
                 "single_steps_per_s": s,
                 "speedup": v["steps_per_s"] / s,
             }
         )
         progress(
-            f"  field   {g:<18} {n:>2}  N={size:<5} vs {STRONGEST[g]:<15} "
+            f"  field   {g:<18} {n:>2}  N={size:<5} vs {field:<15} "
             f"{v['steps_per_s']:>9,.0f} steps/s  x{v['steps_per_s'] / s:.1f} the single view"
         )
     return {"sizes": list(sizes), "random_play": rows, "field": fields}

@@ -2,8 +2,9 @@
 
 Trains a small MaskablePPO agent on Kentucky Derby with 5 players (``configs/demo.yaml``: about
 a minute of training on 2 idle cores, 1,400 env-steps/s), then plays seat-rotated tournaments
-with common random numbers against a field of the strongest heuristic (``kd_value``), and for
-reference the same for a random player, and prints the tables. Every demo writes to a fresh
+with common random numbers against a field of the game's strongest heuristic (``kd_value``,
+``agents.registry.strongest_heuristic``), and for reference the same for a random player, and
+prints the tables. Every demo writes to a fresh
 ``runs/demo/<timestamp>/`` (never over earlier work). ``--quick`` trains for a thousand steps and
 plays a handful of deals (the smoke test).
 """
@@ -31,6 +32,7 @@ def fresh_run_dir(root: Path) -> Path:
 
 def run_demo(quick: bool = False, runs_root: str | Path = "runs/demo") -> int:
     from agents.ppo import PPOPolicy
+    from agents.registry import strongest_heuristic
     from training.evaluation.tournament import run_tournament
     from training.train import train
 
@@ -59,21 +61,22 @@ def run_demo(quick: bool = False, runs_root: str | Path = "runs/demo") -> int:
     summary = train(config, progress=None if not quick else False)
     train_s = time.perf_counter() - t0
     policy = PPOPolicy.load(run_dir / "final.zip", game, name="ppo")
+    field = strongest_heuristic(game.name)
     results = []
     # the trained agent against the field, and for reference an untrained (random) player
     for label in ("ppo", "random"):
         result = run_tournament(
             game,
-            [label] + ["kd_value"] * (game.num_players - 1),
+            [label] + [field] * (game.num_players - 1),
             deals,
             seed=2024,
             progress=not quick,
             policies={"ppo": policy} if label == "ppo" else None,
         )
-        result.save(run_dir / f"{label}_vs_kd_value")
+        result.save(run_dir / f"{label}_vs_{field}")
         results.append((label, result))
         what = f"PPO ({summary['steps']:,} steps)" if label == "ppo" else "For reference, random"
-        print(f"\n{what} vs a field of kd_value:\n")
+        print(f"\n{what} vs a field of {field}:\n")
         print(result.markdown())
     print()
     for label, result in results:
@@ -86,7 +89,7 @@ def run_demo(quick: bool = False, runs_root: str | Path = "runs/demo") -> int:
             else "not distinguishable from the field"
         )
         print(
-            f"{label} vs kd_value: chips per game {row['mean_score']:+.2f}, "
+            f"{label} vs {field}: chips per game {row['mean_score']:+.2f}, "
             f"{row['advantage']:+.2f} over the field (95% CI "
             f"{_fmt(row['adv_lo95'])} .. {_fmt(row['adv_hi95'])}: {verdict}); win share "
             f"{row['win_share']:.3f} [{row['win_lo95']:.3f}, {row['win_hi95']:.3f}] "
@@ -94,7 +97,7 @@ def run_demo(quick: bool = False, runs_root: str | Path = "runs/demo") -> int:
         )
     print(
         f"\ntraining took {train_s:.0f} s; run directory {run_dir} (final.zip, TensorBoard logs "
-        f"in tb/, eval.csv and eval_curve.svg, tournament tables in *_vs_kd_value/).\n"
+        f"in tb/, eval.csv and eval_curve.svg, tournament tables in *_vs_{field}/).\n"
         f"Next: derby-envs train --config configs/kentucky_derby_5p.yaml (docs/training.md)"
     )
     return 0

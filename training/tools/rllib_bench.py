@@ -33,14 +33,16 @@ from typing import Any
 
 import numpy as np
 
-CASES = [  # (game, players, field): random seats and the strongest heuristic of each game
-    ("kentucky_derby", 5, "random"),
-    ("kentucky_derby", 5, "kd_value"),
-    ("derby", 4, "random"),
-    ("derby", 4, "derby_exchange"),
-    ("demolition_derby", 4, "random"),
-    ("demolition_derby", 4, "dd_tactical"),
-]
+#: (game, players) of the cases: each against random seats and against its strongest heuristic
+PLAYERS = (("kentucky_derby", 5), ("derby", 4), ("demolition_derby", 4))
+
+
+def all_cases() -> list[tuple[str, int, str]]:
+    """(game, players, field) of every case: random seats, then the game's strongest
+    heuristic (``agents.registry.strongest_heuristic``)."""
+    from agents.registry import strongest_heuristic
+
+    return [(g, n, f) for g, n in PLAYERS for f in ("random", strongest_heuristic(g))]
 
 
 def env_rate(game: str, n: int, field: str, seconds: float) -> float:
@@ -175,10 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    cases = CASES[:1] if args.quick else CASES
+    every = all_cases()
+    cases = every[:1] if args.quick else every
     if args.cases:
         wanted = {tuple(c.split(":")) for c in args.cases}
-        cases = [c for c in CASES if (c[0], c[2]) in wanted]
+        cases = [c for c in every if (c[0], c[2]) in wanted]
     batch = 256 if args.quick else args.batch
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     rows: list[dict[str, Any]] = []
