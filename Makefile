@@ -20,11 +20,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/derby-envs demo
 
+# on every core (pytest-xdist); tests/conftest.py compiles the numba kernels once before the
+# workers start
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -n auto -m slow
 
 # the research studies of scripts/studies/ (not part of the product, not in `make test`)
 test-studies: $(STAMP)

@@ -162,6 +162,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compile(args: argparse.Namespace) -> int:
+    from training.tools.compile import compile_kernels
+
+    print("compiling the kernels (numba's cache; loads in about a second once cached)")
+    compile_kernels(args.games)
+    return 0
+
+
 # ----- play / watch / replay (the human side) ------------------------------------------------
 def cmd_play(args: argparse.Namespace) -> int:
     from training.tools.play import run_play
@@ -432,6 +440,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", default="runs/bench.json", help="where to write the JSON result")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser(
+        "compile",
+        help="compile the numba kernels of the envs and heuristics now (cached for later "
+        "processes: run it before starting many workers at once)",
+    )
+    p.add_argument(
+        "--games", nargs="+", choices=available_games(), default=None, metavar="GAME",
+        help="only these games (default: all)",
+    )  # fmt: skip
+    p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser(
         "train",
