@@ -38,10 +38,12 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
-# the training configs whose speed against their strongest-heuristic field bench reports
-BENCH_CONFIGS = configs/derby_4p.yaml configs/demolition_derby_2p.yaml \
-	configs/demolition_derby_4p.yaml configs/kentucky_derby_5p.yaml \
-	configs/kentucky_derby_5p_batch.yaml
+# the training configs whose speed against random seats and their strongest-heuristic field
+# bench reports: each game's recipe on single-game envs beside its batched one
+BENCH_CONFIGS = configs/kentucky_derby_5p_dummy.yaml configs/kentucky_derby_5p.yaml \
+	configs/derby_4p.yaml configs/derby_4p_batch.yaml \
+	configs/demolition_derby_2p.yaml configs/demolition_derby_2p_batch.yaml \
+	configs/demolition_derby_4p.yaml configs/demolition_derby_4p_batch.yaml
 
 bench: $(STAMP)
 	$(BIN)/derby-envs bench --config $(BENCH_CONFIGS)

@@ -155,6 +155,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         games=args.games,
         configs=args.config,
         only_vector=args.vector_only,
+        only_configs=args.config_only,
     )
     print()
     print(markdown(result))
@@ -420,6 +421,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="only the batched rows: make_vec against sync vector envs and PGX, the strongest "
         "field, bytes per game (docs/vector.md)",
+    )
+    p.add_argument(
+        "--config-only",
+        action="store_true",
+        help="only the MaskablePPO rows of the --config files (and their learner's ceiling)",
     )
     p.add_argument(
         "--games",

@@ -137,11 +137,22 @@ def test_bench_config_on_the_batched_engine(tmp_path):
     cfg = tmp_path / "batch.yaml"
     cfg.write_text(_TINY_CONFIG.replace("n_envs: 1\nvec_env: dummy", "n_envs: 16\nvec_env: batch"))
     out = tmp_path / "bench.json"
-    args = ["bench", "--quick", "--no-train", "--seconds", "0.02", "--json", str(out)]
-    assert main([*args, "--games", "kentucky_derby", "--config", str(cfg)]) == 0
-    (row,) = json.loads(out.read_text())["config_training"]
+    args = ["bench", "--quick", "--config-only", "--json", str(out)]
+    assert main([*args, "--config", str(cfg)]) == 0
+    result = json.loads(out.read_text())
+    (row,) = result["config_training"]
     assert (row["vec_env"], row["n_envs"], row["field"]) == ("batch", 16, "dd_tactical")
     assert row["random_steps_per_s"] > 0 and row["field_steps_per_s"] > 0
+    assert row["ceiling_steps_per_s"] > 0
+    # --config-only: nothing else is timed
+    assert result["random_play"] == [] and result["heuristics"] == []
+    assert result["ppo_training"] == [] and result["vector"] is None
+
+
+def test_bench_config_only_needs_a_config(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--config-only", "--json", str(out)]) == 2
+    assert "--config-only needs --config" in capsys.readouterr().err and not out.exists()
 
 
 def test_bench_config_variants_change_only_the_opponents(tmp_path):

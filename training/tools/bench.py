@@ -32,8 +32,9 @@ Everything is timed in one run on the same machine with the same random-legal-pl
   settings and hint, built by the trainer's own ``make_vec_env`` and ``build_fresh_model``),
   its pool replaced by random seats and then by a field of the game's strongest heuristic,
   self-play off; the steady rate (after one untimed rollout) of alternated pairs, the ratio
-  the median of the pairs' ratios (``config_training``). ``make bench`` passes the shipped
-  configs.
+  the median of the pairs' ratios (``config_training``), and the learner's ceiling (the same
+  learner on a do-nothing vector env of the same shapes). ``make bench`` passes the shipped
+  configs and the recipes they replaced; ``--config-only`` times the configs alone.
 
 Figures are medians of ``--repeats`` timed windows of ``--seconds`` each (MaskablePPO: of
 ``min(repeats, 3)`` runs of 8,192 steps). ``--quick`` is a
@@ -453,6 +454,7 @@ def run_bench(
     configs: list[str] | None = None,
     vector: bool = True,
     only_vector: bool = False,
+    only_configs: bool = False,
 ) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready result (see the module docstring)."""
     from training.tools.bench_vector import vector_rows
@@ -463,7 +465,11 @@ def run_bench(
     seconds = seconds or (0.2 if quick else 1.0)
     games = games or available_games()
     progress(f"derby-envs {derby_envs.__version__} bench ({repeats} x {seconds:g} s per figure)")
-    full = not only_vector  # --vector-only: the batched rows alone
+    if only_configs and not variants:
+        raise ValueError("--config-only needs --config FILE ...")
+    # --vector-only: the batched rows alone; --config-only: the configs' training rows alone
+    full = not (only_vector or only_configs)
+    vector = vector and not only_configs
     rows = random_play_rows(games, repeats, seconds, progress) if full else []
     heuristics = heuristic_rows(games, rows, 41 if quick else 401, progress) if full else []
     training = ppo_training_rows(games, quick, repeats, progress) if train and full else []

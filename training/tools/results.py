@@ -59,6 +59,16 @@ def _evaluate(game: str, players: int, lineup: str, deals: int) -> str:
 MEASUREMENTS: dict[str, Measurement] = {
     "bench": Measurement("bench", "Throughput: engines, envs, heuristics, training", "derby-envs bench --repeats 3"),
     "vector": Measurement("bench", "Batched envs: make_vec against sync vector envs and PGX", "derby-envs bench --vector-only --repeats 3"),
+    "configs": Measurement(
+        "bench", "Training as configured: each game's recipe on single-game envs beside its batched one",
+        "derby-envs bench --config-only --repeats 3 --config " + " ".join(
+            f"configs/{name}.yaml" for name in (
+                "kentucky_derby_5p_dummy", "kentucky_derby_5p", "derby_4p", "derby_4p_batch",
+                "demolition_derby_2p", "demolition_derby_2p_batch", "demolition_derby_4p",
+                "demolition_derby_4p_batch",
+            )
+        ),
+    ),
     # each game's strongest heuristic against random seats, its other heuristic and ISMCTS
     # (default budget) against a field of the strongest
     "kd_value_vs_random": Measurement(
