@@ -42,6 +42,8 @@ with the same race model: the chance to win, or the expected score.
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
 import threading
 
 import numba
@@ -71,6 +73,24 @@ _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 # warm in the caches, and a policy holds no views of them (a copy or a pickle of a view would
 # be an array apart).
 _LOCAL = threading.local()
+
+#: act_batch's threads: one per core this process may use (at most 4), each for at least
+#: _ROWS_PER_THREAD rows (two chunks: fewer are not worth a thread's hand-off). Most calls of
+#: a batched step have few rows (the games whose opponents still move), so even small calls
+#: are split.
+_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+_ROWS_PER_THREAD = 8
+_POOL: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads of act_batch, made at first use in each process (a forked child has none
+    of its parent's threads)."""
+    pid = os.getpid()
+    if pid not in _POOL:
+        _POOL.clear()
+        _POOL[pid] = concurrent.futures.ThreadPoolExecutor(_THREADS, "derby-act-batch")
+    return _POOL[pid]
 
 
 def _work_arrays(lay: np.ndarray, sizes: tuple, key: bytes) -> tuple:
@@ -248,14 +268,30 @@ class _DerbyBase:
     def act_batch(self, engine, players: np.ndarray, rngs: np.ndarray, out: np.ndarray) -> None:
         """``act`` for every row with ``players[i] >= 0`` of a batched engine
         (``derby_envs.core.batch``): the observations and masks written by the engine, the
-        model's kernels run over chunks of rows (three calls and two numpy exps a chunk).
-        The heuristics draw nothing: ``rngs`` is left as it is."""
+        model's kernels run over chunks of rows (three calls and two numpy exps a chunk), the
+        rows split over threads, one per core. The heuristics draw nothing: ``rngs`` is left
+        as it is."""
         B = len(players)
-        (CF, CI, FWb, IWb, needb, lay, tcat, vcat, zcat, zcap, toff, zoff, vals, buf,
-         obs, masks, status, slot_of, unsure) = self._batch_work(B)  # fmt: skip
+        obs, masks = self._batch_work(B)[14:16]
         engine.observe(players, obs)
         engine.legal_masks(players, masks)
         rows = np.flatnonzero(players >= 0)
+        # the kernels release the GIL: large batches are split over the cores, each thread
+        # with its own work arrays (a row's choice does not depend on its chunk)
+        parts = min(_THREADS, len(rows) // _ROWS_PER_THREAD)
+        if parts <= 1:
+            self._act_rows(rows, obs, masks, out)
+            return
+        chunks = np.array_split(rows, parts)
+        list(_pool().map(lambda r: self._act_rows(r, obs, masks, out, B), chunks))
+
+    def _act_rows(
+        self, rows: np.ndarray, obs: np.ndarray, masks: np.ndarray, out: np.ndarray,
+        B: int | None = None,
+    ) -> None:  # fmt: skip
+        """``act_batch``'s choices for ``rows`` (this thread's work arrays)."""
+        (CF, CI, FWb, IWb, needb, lay, tcat, vcat, zcat, zcap, toff, zoff, vals, buf,
+         _, _, status, slot_of, unsure) = self._batch_work(B or len(obs))  # fmt: skip
         deny_on = bool(self.deny) and self.n > 1
         nopp = self.n - 1 if deny_on else 0
         start = 0

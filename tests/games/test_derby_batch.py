@@ -187,6 +187,20 @@ def test_act_batch_matches_choose(n):
     assert near_ties  # the fallback ran
 
 
+def test_act_batch_split_over_threads_matches_choose(monkeypatch):
+    """A large batch is split over threads (three here, whatever the machine's cores): the
+    same choices as ``choose``, every row written once by the thread that owns it."""
+    import os
+
+    import agents.derby
+
+    monkeypatch.setattr(agents.derby, "_THREADS", 3)
+    g = make_game("derby", num_players=4)
+    decisions, _ = _act_batch_against_choose(g, 96, 7_000)
+    assert decisions > 96 * 20 * len(HEURISTICS)
+    assert os.getpid() in agents.derby._POOL  # the threads ran
+
+
 def test_act_batch_edge_parameters(tmp_path):
     """The same with a 3-card deck (the pile runs out: a blind draw with no card to value),
     15 tickets per colour and the shortest track."""
