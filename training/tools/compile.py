@@ -8,8 +8,8 @@ starting them makes every one of them load the cache instead.
 
 The kernels are compiled by using them, through the public APIs: for each game the batched
 vector env (``gymnasium.make_vec``) against random seats and against each of the game's
-heuristics (their ``act_batch`` kernels), and the single-game env against each heuristic
-(the kernels of their one-game decisions). Kernels compiled elsewhere (a search's race model,
+heuristics (their ``act_batch`` kernels), the single-game env against each heuristic (the
+kernels of their one-game decisions), and a batched game saved to a state and loaded back. Kernels compiled elsewhere (a search's race model,
 an unusual parameter set's array types) still compile at their first call.
 """
 
@@ -23,7 +23,8 @@ import numpy as np
 
 import derby_envs  # noqa: F401 - registers the gymnasium ids
 from agents.registry import game_policies
-from derby_envs.registry import available_games, game_info
+from derby_envs.core.batch import batch_engine
+from derby_envs.registry import available_games, game_info, make_game
 
 #: environment steps per compiling run: enough for whole games to end and auto-reset
 VECTOR_STEPS = 300
@@ -57,12 +58,21 @@ def _use_single_env(gym_id: str, opponents: str, rng: np.random.Generator) -> No
         env.close()
 
 
+def _use_saved_states(game: str) -> None:
+    """A batched game to a reference state and back (the kernels of ``to_state`` /
+    ``load_state``)."""
+    engine = batch_engine(make_game(game), 2)
+    engine.reset(np.arange(2, dtype=np.uint64), np.ones(2, np.bool_))
+    engine.load_state(1, engine.to_state(0))
+
+
 def compile_game(game: str) -> float:
     """Compile (or load from the cache) the kernels ``game``'s envs and heuristics use;
     the seconds it took."""
     t0 = time.perf_counter()
     gym_id = game_info(game).gym_id
     rng = np.random.default_rng(0)
+    _use_saved_states(game)
     for opponents in ("random", *sorted(game_policies(game))):
         _use_vector_env(gym_id, opponents, rng)
         if opponents != "random":
