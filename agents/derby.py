@@ -276,22 +276,19 @@ class _DerbyBase:
         engine.observe(players, obs)
         engine.legal_masks(players, masks)
         rows = np.flatnonzero(players >= 0)
-        # the kernels release the GIL: large batches are split over the cores, each thread
-        # with its own work arrays (a row's choice does not depend on its chunk)
+        # the kernels release the GIL: the rows are split over the cores, each thread with
+        # its own work arrays (a row's choice does not depend on its chunk)
         parts = min(_THREADS, len(rows) // _ROWS_PER_THREAD)
         if parts <= 1:
             self._act_rows(rows, obs, masks, out)
             return
         chunks = np.array_split(rows, parts)
-        list(_pool().map(lambda r: self._act_rows(r, obs, masks, out, B), chunks))
+        list(_pool().map(lambda r: self._act_rows(r, obs, masks, out), chunks))
 
-    def _act_rows(
-        self, rows: np.ndarray, obs: np.ndarray, masks: np.ndarray, out: np.ndarray,
-        B: int | None = None,
-    ) -> None:  # fmt: skip
+    def _act_rows(self, rows: np.ndarray, obs: np.ndarray, masks: np.ndarray, out: np.ndarray):
         """``act_batch``'s choices for ``rows`` (this thread's work arrays)."""
         (CF, CI, FWb, IWb, needb, lay, tcat, vcat, zcat, zcap, toff, zoff, vals, buf,
-         _, _, status, slot_of, unsure) = self._batch_work(B or len(obs))  # fmt: skip
+         _, _, status, slot_of, unsure) = self._batch_work(len(obs))  # fmt: skip
         deny_on = bool(self.deny) and self.n > 1
         nopp = self.n - 1 if deny_on else 0
         start = 0
