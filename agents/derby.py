@@ -42,13 +42,13 @@ with the same race model: the chance to win, or the expected score.
 
 from __future__ import annotations
 
-import concurrent.futures
-import os
+import functools
 import threading
 
 import numba
 import numpy as np
 
+from derby_envs.core import threads
 from derby_envs.core.params import Param
 from derby_envs.games.derby.engine import (
     BLIND,
@@ -74,23 +74,11 @@ _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 # be an array apart).
 _LOCAL = threading.local()
 
-#: act_batch's threads: one per core this process may use (at most 4), each for at least
-#: _ROWS_PER_THREAD rows (two chunks: fewer are not worth a thread's hand-off). Most calls of
-#: a batched step have few rows (the games whose opponents still move), so even small calls
-#: are split.
-_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+#: act_batch splits its rows over ``derby_envs.core.threads`` (one thread a core), each
+#: thread with at least _ROWS_PER_THREAD rows. Most calls of a batched step have few rows
+#: (the games whose opponents still move), so even small calls are split: a row's decision
+#: costs far more than a row of the engine's kernels.
 _ROWS_PER_THREAD = 8
-_POOL: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
-
-
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The threads of act_batch, made at first use in each process (a forked child has none
-    of its parent's threads)."""
-    pid = os.getpid()
-    if pid not in _POOL:
-        _POOL.clear()
-        _POOL[pid] = concurrent.futures.ThreadPoolExecutor(_THREADS, "derby-act-batch")
-    return _POOL[pid]
 
 
 def _work_arrays(lay: np.ndarray, sizes: tuple, key: bytes) -> tuple:
@@ -278,12 +266,8 @@ class _DerbyBase:
         rows = np.flatnonzero(players >= 0)
         # the kernels release the GIL: the rows are split over the cores, each thread with
         # its own work arrays (a row's choice does not depend on its chunk)
-        parts = min(_THREADS, len(rows) // _ROWS_PER_THREAD)
-        if parts <= 1:
-            self._act_rows(rows, obs, masks, out)
-            return
-        chunks = np.array_split(rows, parts)
-        list(_pool().map(lambda r: self._act_rows(r, obs, masks, out), chunks))
+        parts = threads.ranges(len(rows), min_rows=_ROWS_PER_THREAD)
+        threads.run([functools.partial(self._act_rows, rows[s], obs, masks, out) for s in parts])
 
     def _act_rows(self, rows: np.ndarray, obs: np.ndarray, masks: np.ndarray, out: np.ndarray):
         """``act_batch``'s choices for ``rows`` (this thread's work arrays)."""

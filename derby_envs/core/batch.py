@@ -93,6 +93,25 @@ class BatchEngine:
         """Game ``i`` as a reference ``State`` (equal ``to_dict()``, generator included)."""
         raise NotImplementedError
 
+    # ----- optional: a compiled override is faster ------------------------------------------
+    def advance_random(self, seat: np.ndarray, rngs: np.ndarray) -> None:
+        """Uniformly random opponents (``core.policy.UniformRandomPolicy``) move in every game
+        until ``seat[i]`` must act or the game ends: each time, the first player other than
+        ``seat[i]`` to move plays the legal action of one ``integers(count)`` draw from
+        ``rngs[i]``. The single-agent view's opponent loop; the compiled engines run it in one
+        kernel over the games, split over the cores."""
+        movers = np.zeros(self.num_games, np.int64)
+        actions = np.zeros(self.num_games, np.int64)
+        masks = mask_scratch(self)
+        for _ in range(1_000_000):
+            first_opponent(self.to_move, self.terminal, seat, movers)
+            if movers.max() < 0:
+                return
+            self.legal_masks(movers, masks)
+            random_legal(masks, movers, rngs, actions)
+            self.apply(movers, actions)
+        raise RuntimeError(f"{self.game.name}: the opponents did not stop moving")
+
     def load_state(self, i: int, state: State) -> None:
         """Set game ``i`` to the reference ``state`` (the inverse of :meth:`to_state`)."""
         raise NotImplementedError
@@ -171,22 +190,43 @@ def batch_engine(game: Game, num_games: int, *, compiled: bool | None = None) ->
 
 
 @pcg64.njit
+def first_opponent(to_move, terminal, seat, out):
+    """``out[i]``: the first player other than ``seat[i]`` to move in game ``i`` (the single
+    view's ``_advance`` asks the opponents first), or -1: over, or only ``seat[i]`` moves."""
+    for i in range(to_move.shape[0]):
+        out[i] = -1
+        if terminal[i]:
+            continue
+        for p in range(to_move.shape[1]):
+            if to_move[i, p] and p != seat[i]:
+                out[i] = p
+                break
+
+
+@pcg64.njit(inline="always")
+def pick_random(mask, row):
+    """``core.policy.random_legal`` on one mask row: one ``integers(count)`` draw from the
+    generator ``row``, the legal action of that rank (inlined into the kernels that call
+    it, the games' fused opponent loops among them)."""
+    count = 0
+    for a in range(mask.shape[0]):
+        count += mask[a] != 0
+    k = pcg64.integers(row, count)
+    for a in range(mask.shape[0]):
+        if mask[a] != 0:
+            if k == 0:
+                return a
+            k -= 1
+    return -1
+
+
+@pcg64.njit
 def random_legal(masks, players, rngs, out):
     """``core.policy.random_legal`` for each row with ``players[i] >= 0``: one
     ``integers(count)`` draw from ``rngs[i]``, the legal action of that rank."""
     for i in range(masks.shape[0]):
-        if players[i] < 0:
-            continue
-        count = 0
-        for a in range(masks.shape[1]):
-            count += masks[i, a] != 0
-        k = pcg64.integers(rngs[i], count)
-        for a in range(masks.shape[1]):
-            if masks[i, a] != 0:
-                if k == 0:
-                    out[i] = a
-                    break
-                k -= 1
+        if players[i] >= 0:
+            out[i] = pick_random(masks[i], rngs[i])
 
 
 def mask_scratch(engine: BatchEngine) -> np.ndarray:

@@ -39,29 +39,15 @@ from derby_envs.core.aec import (
     MAX_CYCLES,
     SEED,
 )
-from derby_envs.core.batch import act_batch, batch_engine, random_legal
+from derby_envs.core.batch import act_batch, batch_engine, first_opponent, random_legal
 from derby_envs.core.errors import IllegalActionError, InvalidParameterError
 from derby_envs.core.game import Game
 from derby_envs.core.params import Param, check_choice
-from derby_envs.core.policy import resolve_policy
+from derby_envs.core.policy import UniformRandomPolicy, resolve_policy
 from derby_envs.core.single_agent import MAX_REDEALS, check_learner_seat
 
 NUM_ENVS = Param("num_envs", 1, int, "games stepped per call", low=1, high=1 << 20)
 _SEED_HIGH = 2**63 - 1  # the single view seeds each game with integers(2**63 - 1)
-
-
-@pcg64.njit
-def _first_opponent(to_move, terminal, seat, out):
-    """``out[i]``: the first player other than ``seat[i]`` to move in game ``i`` (the single
-    view's ``_advance`` asks the opponents first), or -1: over, or only the learner moves."""
-    for i in range(to_move.shape[0]):
-        out[i] = -1
-        if terminal[i]:
-            continue
-        for p in range(to_move.shape[1]):
-            if to_move[i, p] and p != seat[i]:
-                out[i] = p
-                break
 
 
 @numba.njit(cache=True, nogil=True)
@@ -161,6 +147,16 @@ class FixedSeats:
         members[which] = self._slots
 
 
+def _plain_random(policy: Any) -> bool:
+    """Whether ``policy`` plays as :class:`UniformRandomPolicy` (its batch engine's
+    ``advance_random`` then moves every opponent in one call)."""
+    return (
+        isinstance(policy, UniformRandomPolicy)
+        and type(policy).act_batch is UniformRandomPolicy.act_batch
+        and type(policy).act is UniformRandomPolicy.act
+    )
+
+
 class LearnerBatch:
     """N single-agent views as arrays: the learner's seat, the opponents, rewards, autoreset.
 
@@ -254,8 +250,12 @@ class LearnerBatch:
     def advance(self) -> None:
         """Let the opponents move, in batches, until the learner must act or the game ends."""
         eng, movers = self.engine, self._movers
+        policies = self.seats.policies
+        if len(policies) == 1 and _plain_random(policies[0]):
+            eng.advance_random(self.seat, self.rng)  # one compiled loop, no round trips
+            return
         for _ in range(1_000_000):
-            _first_opponent(eng.to_move, eng.terminal, self.seat, movers)
+            first_opponent(eng.to_move, eng.terminal, self.seat, movers)
             if movers.max() < 0:
                 return
             policies = self.seats.policies

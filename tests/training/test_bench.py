@@ -65,7 +65,8 @@ def test_bench_quick_runs_and_writes_every_figure(tmp_path, capsys):
             assert {(game, n, size) for size in QUICK_SIZES} <= rows
     for r in vec["random_play"]:
         assert r["steps_per_s"] > 0 and r["sync_steps_per_s"] > 0 and r["bytes_per_game"] > 0
-        assert r["decisions_per_step"] >= 1  # the learner's move, and the opponents'
+        # the learner's move and the opponents' (made in one kernel call, counted in a replay)
+        assert r["decisions_per_step"] > 1.5
         assert r["pgx_steps_per_s"] > 0 and r["ratio_to_pgx"] > 0  # make test installs pgx
     assert {f["env"]: f["field"] for f in vec["field"]} == {
         "kentucky_derby": "kd_value", "derby": "derby_exchange", "demolition_derby": "dd_tactical"

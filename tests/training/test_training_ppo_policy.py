@@ -235,9 +235,7 @@ def test_residual_policy_starts_as_its_hint_agent_and_runs_in_numpy():
         MaskablePPO(ResidualMaskablePolicy, env, policy_kwargs={"prior_dim": 3}, device="cpu")
 
 
-PRETRAINED = sorted(
-    (Path(__file__).resolve().parents[2] / "agents" / "pretrained").glob("*.zip")
-)
+PRETRAINED = sorted((Path(__file__).resolve().parents[2] / "agents" / "pretrained").glob("*.zip"))
 
 
 @pytest.mark.parametrize("path", PRETRAINED, ids=lambda p: p.stem)

@@ -167,9 +167,8 @@ def test_bad_pretrain_settings_are_named(tmp_path):
 
 def test_a_flat_search_expert_gives_its_own_move():
     """``expert_decision`` with a flat search (no root visits): the move it plays, one-hot."""
-    from training.train.warmstart import expert_decision
-
     from tests.agents.test_search import late_positions
+    from training.train.warmstart import expert_decision
 
     game = make_game("derby", num_players=4)
     expert = make_policy("derby_rollout", game, rollouts=2, z=0.0)

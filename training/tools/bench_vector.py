@@ -31,6 +31,7 @@ import numpy as np
 
 from derby_envs.core import pcg64
 from derby_envs.core.batch import random_legal
+from derby_envs.core.policy import UniformRandomPolicy
 from derby_envs.registry import game_info
 
 SIZES = (1, 64, 1024, 8192)
@@ -88,11 +89,41 @@ def _count_moves(env: Any) -> list[int]:
     return moves
 
 
-def vector_rate(game: str, n: int, size: int, seconds: float, repeats: int, **kw: Any) -> dict:
-    """The native vector env: learner steps/s and decisions/s at ``size`` envs."""
-    env = gymnasium.make_vec(game_info(game).gym_id, num_envs=size, num_players=n, **kw)
+class _CountedRandom(UniformRandomPolicy):
+    """Random opponents that go through ``act_batch`` and ``apply`` (the same draws as the
+    plain ones, whose moves the engine makes in one uncounted kernel call)."""
+
+    def act_batch(self, engine, players, rngs, out) -> None:
+        super().act_batch(engine, players, rngs, out)
+
+
+def decisions_per_step(game: str, n: int, size: int, steps: int, **kw: Any) -> float:
+    """Moves of all players per learner step over ``steps`` steps of the loop
+    :func:`vector_rate` times (same seeds, same games), replayed with counted opponents."""
+    opponents = kw.pop("opponents", None)
+    env = gymnasium.make_vec(
+        game_info(game).gym_id,
+        num_envs=size,
+        num_players=n,
+        opponents=_CountedRandom() if opponents is None else opponents,
+        **kw,
+    )
     sample = _Sampler(size)
     moves = _count_moves(env)
+    info = env.reset(seed=0)[1]
+    for _ in range(steps):
+        info = env.step(sample(info["action_mask"]))[4]
+    env.close()
+    return moves[0] / (steps * size)
+
+
+def vector_rate(
+    game: str, n: int, size: int, seconds: float, repeats: int, count: bool = True, **kw: Any
+) -> dict:
+    """The native vector env: learner steps/s and (``count``) decisions/s at ``size`` envs
+    (the decisions per step counted in an untimed replay: :func:`decisions_per_step`)."""
+    env = gymnasium.make_vec(game_info(game).gym_id, num_envs=size, num_players=n, **kw)
+    sample = _Sampler(size)
     _, info = env.reset(seed=0)
     state = {"info": info}
 
@@ -100,8 +131,8 @@ def vector_rate(game: str, n: int, size: int, seconds: float, repeats: int, **kw
         state["info"] = env.step(sample(state["info"]["action_mask"]))[4]
         return size
 
-    steps, total = _windows(step, seconds, repeats, on_start=lambda: moves.__setitem__(0, 0))
-    per_step = moves[0] / total  # decisions per learner step over the timed windows
+    steps, _ = _windows(step, seconds, repeats)
+    per_step = decisions_per_step(game, n, size, max(64, 20_000 // size), **kw) if count else 1.0
     engine = env.unwrapped.batch
     nbytes = sum(
         a.nbytes
@@ -229,7 +260,7 @@ def vector_rows(
             continue
         n = players(g)[len(players(g)) // 2]
         size = 32 if quick else FIELD_SIZE
-        v = vector_rate(g, n, size, seconds, repeats, opponents=field)
+        v = vector_rate(g, n, size, seconds, repeats, count=False, opponents=field)
         s = single_rate(g, n, seconds, repeats, opponents=field)
         fields.append(
             {

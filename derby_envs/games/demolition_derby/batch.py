@@ -14,8 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from derby_envs.core import pcg64
-from derby_envs.core.batch import BatchEngine
+from derby_envs.core import pcg64, threads
+from derby_envs.core.batch import BatchEngine, mask_scratch, pick_random
 from derby_envs.games.demolition_derby import kernels as kn
 from derby_envs.games.demolition_derby.batch_state import pack_state, unpack_state
 from derby_envs.games.demolition_derby.batch_views import legal_mask_one, obs_table, observe_one
@@ -116,6 +116,35 @@ def apply_kernel(tb, S, deck, unused, rng, deal, ws, scratch, players, actions, 
         _sync(st, n, terminal, to_move, i)
 
 
+@_njit
+def advance_random(tb, S, deck, unused, rng, deal, ws, scratch, seat, env_rng, masks, terminal,
+                   to_move):  # fmt: skip
+    """``BatchEngine.advance_random`` (the single view's opponent loop with random
+    opponents): in each game, while a player other than ``seat[i]`` is to move, the first
+    such plays ``core.batch.pick_random`` from ``env_rng[i]`` over its ``legal_mask_one``
+    (into ``masks[i]``), applied as :func:`apply_kernel`."""
+    cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog = S
+    n = hand.shape[1]
+    for i in range(seat.shape[0]):
+        st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
+        w = (ws[0][0], ws[1][0], ws[2][0])
+        while not terminal[i]:
+            p = -1
+            for q in range(n):
+                if to_move[i, q] and q != seat[i]:
+                    p = q
+                    break
+            if p < 0:
+                break
+            legal_mask_one(tb, st, p, masks[i])
+            derby = sc[i, S_DERBY]
+            _touch(w)  # the workspace held another game's Strengths
+            _apply(tb, st, w, p, pick_random(masks[i], env_rng[i]))
+            if sc[i, S_DERBY] != derby and sc[i, S_PHASE] != OVER:
+                deal_derby(st, rng[i], deal, deck[i], unused[i], scratch[0])
+            _sync(st, n, terminal, to_move, i)
+
+
 @_pnjit
 def masks_kernel(tb, S, players, out):
     cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog = S
@@ -177,31 +206,71 @@ class DemolitionDerbyBatch(BatchEngine):
             setattr(self, name, np.zeros((B, *shape(z)), dtype))
         self.deal = deal_tables(game)
         self.obs_table = obs_table(game)
-        threads = 1  # the kernels run serially (see _njit)
-        self.work = tuple(np.zeros((threads, *shape), np.int64) for shape in z.work_shapes())
-        self.scratch = np.zeros((threads, 4 * (z.N + 8)), np.int64)
+        # one workspace a thread (``core.threads``): the kernels run over slices of the rows
+        self.work = [
+            tuple(np.zeros((1, *shape), np.int64) for shape in z.work_shapes())
+            for _ in range(threads.THREADS)
+        ]
+        self.scratch = np.zeros((threads.THREADS, 1, 4 * (z.N + 8)), np.int64)
         self.terminal[:] = False
+        self._views: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+
+    def _rows(self, s: slice) -> tuple[np.ndarray, ...]:
+        """The state arrays of the games of slice ``s`` (views, made once a slice)."""
+        key = (s.start, s.stop)
+        views = self._views.get(key)
+        if views is None:
+            views = self._views[key] = tuple(a[s] for a in self.state)
+        return views
 
     def field(self, name: str) -> np.ndarray:
         """A state array by its name in :data:`~.kernels.STATE_ARRAYS`."""
         return self.state[STATE_ARRAYS.index(name)]
 
+    # Each kernel runs over slices of the rows, split over the cores (``core.threads``: the
+    # kernels release the GIL; a row depends on no other row), each with its own workspace.
+    # ``scale``: a kernel with cheap rows (the masks) needs more rows to pay for a thread's
+    # hand-off (from each kernel's cost per row, measured at 1,024 games).
     def reset(self, seeds: np.ndarray, which: np.ndarray) -> None:
-        reset_kernel(self.tables, self.state, self.deck, self.unused, self.rng, self.deal,
-                     self.work, self.scratch, np.asarray(seeds, np.uint64),
-                     np.asarray(which, np.bool_), self.terminal, self.to_move)  # fmt: skip
+        seeds, which = np.asarray(seeds, np.uint64), np.asarray(which, np.bool_)
+
+        def part(s: slice, k: int) -> None:
+            reset_kernel(self.tables, self._rows(s), self.deck[s], self.unused[s], self.rng[s],
+                         self.deal, self.work[k], self.scratch[k], seeds[s], which[s],
+                         self.terminal[s], self.to_move[s])  # fmt: skip
+
+        threads.split(part, self.num_games, int(np.count_nonzero(which)), scale=1)
 
     def legal_masks(self, players: np.ndarray, out: np.ndarray) -> None:
-        masks_kernel(self.tables, self.state, players, out)
+        def part(s: slice, k: int) -> None:
+            masks_kernel(self.tables, self._rows(s), players[s], out[s])
+
+        threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=16)
 
     def apply(self, players: np.ndarray, actions: np.ndarray) -> None:
-        apply_kernel(self.tables, self.state, self.deck, self.unused, self.rng, self.deal,
-                     self.work, self.scratch, players, actions, self.terminal,
-                     self.to_move)  # fmt: skip
+        def part(s: slice, k: int) -> None:
+            apply_kernel(self.tables, self._rows(s), self.deck[s], self.unused[s], self.rng[s],
+                         self.deal, self.work[k], self.scratch[k], players[s], actions[s],
+                         self.terminal[s], self.to_move[s])  # fmt: skip
+
+        threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=1)
+
+    def advance_random(self, seat: np.ndarray, rngs: np.ndarray) -> None:
+        masks = mask_scratch(self)
+
+        def part(s: slice, k: int) -> None:
+            advance_random(self.tables, self._rows(s), self.deck[s], self.unused[s],
+                           self.rng[s], self.deal, self.work[k], self.scratch[k], seat[s],
+                           rngs[s], masks[s], self.terminal[s], self.to_move[s])  # fmt: skip
+
+        threads.split(part, self.num_games, scale=1)
 
     def observe(self, players: np.ndarray, out: np.ndarray) -> None:
-        observe_kernel(self.tables, self.state, self.deck, self.unused, self.obs_table,
-                       self.work, players, out)  # fmt: skip
+        def part(s: slice, k: int) -> None:
+            observe_kernel(self.tables, self._rows(s), self.deck[s], self.unused[s],
+                           self.obs_table, self.work[k], players[s], out[s])  # fmt: skip
+
+        threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=1)
 
     def returns(self, mode: str, out: np.ndarray) -> None:
         if mode not in self.game.reward_modes:

@@ -26,6 +26,7 @@ import functools
 import numpy as np
 
 from derby_envs.core import pcg64
+from derby_envs.core.batch import pick_random
 from derby_envs.games.derby.constants import (
     BLIND,
     CARDS,
@@ -471,6 +472,22 @@ def apply_actions(S, vec, rng, terminal, to_move, TI, TF, L, players, actions):
     for i in range(players.shape[0]):
         if players[i] >= 0:
             apply_one(S, vec, rng, TI, TF, L, i, actions[i])
+            sync(S, L, i, terminal, to_move)
+
+
+@njit
+def advance_random(S, vec, rng, terminal, to_move, TI, TF, L, seat, env_rng, masks):
+    """``BatchEngine.advance_random`` (the single view's opponent loop with random
+    opponents): in each game, while a player other than ``seat[i]`` is to move,
+    ``core.batch.pick_random`` from ``env_rng[i]`` over its ``_build_mask`` (into
+    ``masks[i]``), applied."""
+    for i in range(seat.shape[0]):
+        while not terminal[i]:
+            p = S[i, L.player]  # Derby: one player moves at a time
+            if p == seat[i] or not to_move[i, p]:
+                break
+            mask_into(S, TI, L, i, masks)
+            apply_one(S, vec, rng, TI, TF, L, i, pick_random(masks[i], env_rng[i]))
             sync(S, L, i, terminal, to_move)
 
 

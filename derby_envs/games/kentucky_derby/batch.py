@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from derby_envs.core import pcg64
-from derby_envs.core.batch import BatchEngine
+from derby_envs.core import pcg64, threads
+from derby_envs.core.batch import BatchEngine, mask_scratch
 from derby_envs.core.seats import seat_order
 from derby_envs.games.kentucky_derby import batch_kernels as kern
 from derby_envs.games.kentucky_derby.batch_kernels import FIELDS, P
@@ -51,10 +51,11 @@ def rules_of(game: KentuckyDerbyGame) -> kern.Rules:
 class KentuckyDerbyBatch(BatchEngine):
     """B sessions of Kentucky Derby as arrays (the fields of :data:`FIELDS` are attributes).
 
-    The kernels run on one thread: a step's work per game is small (a bet; a race of ~32
-    cards every n bets). A ``prange`` version was tried: on the 2-core machine it was
-    measured on (shared with other work) it ran slower, and under numba 0.68 its writes to
-    the one-dimensional fields of the state's named tuple were lost inside ``prange``.
+    The step's kernels run over contiguous slices of the games, one thread a core
+    (``core.threads``). Not ``prange``: a step's work per game is small (a bet; a race of ~32
+    cards every n bets) and numba's parallel loops ran slower on the 2-core machine it was
+    measured on; under numba 0.68 their writes to the one-dimensional fields of the state's
+    named tuple were also lost.
     """
 
     def __init__(self, game: KentuckyDerbyGame, num_games: int) -> None:
@@ -68,21 +69,55 @@ class KentuckyDerbyBatch(BatchEngine):
         self.last_second[:] = kern.NO_HORSE
         self.over[:] = True
         self.arrays = kern.Arrays(**{k: getattr(self, k) for k in kern.Arrays._fields})
-        self._pile_len = np.zeros(kern.NUM_HORSES, np.int64)
+        self._pile_len = np.zeros((threads.THREADS, kern.NUM_HORSES), np.int64)  # one a thread
+        self._views: dict[tuple[int, int], kern.Arrays] = {}
         self._loaded: dict[int, tuple[int, dict[str, Any]]] = {}  # i -> (serial, last_race)
 
     # ----- the protocol ----------------------------------------------------------------------
+    # The step's kernels run over slices of the rows, split over the cores (``core.threads``:
+    # the kernels release the GIL; a row depends on no other row).
+    # ``scale``: a kernel with cheap rows (the masks) needs more rows to pay for a thread's
+    # hand-off (from each kernel's cost per row, measured at 1,024 games).
+    def _rows(self, s: slice) -> kern.Arrays:
+        """The state of the games of slice ``s`` (views, made once a slice)."""
+        key = (s.start, s.stop)
+        views = self._views.get(key)
+        if views is None:
+            views = self._views[key] = kern.Arrays(*(a[s] for a in self.arrays))
+        return views
+
     def reset(self, seeds: np.ndarray, which: np.ndarray) -> None:
         pcg64.seed_rows(self.rng, np.asarray(seeds, np.uint64), which)
         kern.new_games(self.arrays, self.rules, self.rng, which)
 
     def legal_masks(self, players: np.ndarray, out: np.ndarray) -> None:
-        kern.legal_masks(self.arrays, self.rules, players, out)
+        def part(s: slice, k: int) -> None:
+            kern.legal_masks(self._rows(s), self.rules, players[s], out[s])
+
+        threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=32)
 
     def apply(self, players: np.ndarray, actions: np.ndarray) -> None:
-        stuck = kern.apply_actions(
-            self.arrays, self.rules, self.rng, players, actions, NO_PILES, self._pile_len
-        )
+        stuck = [0] * threads.THREADS
+
+        def part(s: slice, k: int) -> None:
+            stuck[k] = kern.apply_actions(self._rows(s), self.rules, self.rng[s], players[s],
+                                          actions[s], NO_PILES, self._pile_len[k])  # fmt: skip
+
+        threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=4)
+        self._check_stuck(sum(stuck))
+
+    def advance_random(self, seat: np.ndarray, rngs: np.ndarray) -> None:
+        masks = mask_scratch(self)
+        stuck = [0] * threads.THREADS
+
+        def part(s: slice, k: int) -> None:
+            stuck[k] = kern.advance_random(self._rows(s), self.rules, self.rng[s], seat[s],
+                                           rngs[s], masks[s], NO_PILES, self._pile_len[k])  # fmt: skip
+
+        threads.split(part, self.num_games, scale=2)
+        self._check_stuck(sum(stuck))
+
+    def _check_stuck(self, stuck: int) -> None:
         if stuck:  # as the reference engine (check_params refuses such tables)
             games = np.flatnonzero(self.last_reshuffles > kern.MAX_RESHUFFLES).tolist()
             raise RuntimeError(
@@ -90,7 +125,10 @@ class KentuckyDerbyBatch(BatchEngine):
             )
 
     def observe(self, players: np.ndarray, out: np.ndarray) -> None:
-        kern.observe(self.arrays, self.rules, players, out)
+        def part(s: slice, k: int) -> None:
+            kern.observe(self._rows(s), self.rules, players[s], out[s])
+
+        threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=4)
 
     def returns(self, mode: str, out: np.ndarray) -> None:
         mode = self.game.check_reward_mode(mode)
@@ -115,11 +153,11 @@ class KentuckyDerbyBatch(BatchEngine):
             rng = self.last_rng[i].copy()
             pos = np.zeros(kern.NUM_HORSES, np.int64)
             first, second, reshuffles = kern.run_race(
-                self.rules.moves, stock, rng, self.rules.second_place, pos, piles, self._pile_len
+                self.rules.moves, stock, rng, self.rules.second_place, pos, piles, self._pile_len[0]
             )
-            if self._pile_len.max() <= capacity:
+            if self._pile_len[0].max() <= capacity:
                 break
-            capacity = int(self._pile_len.max())
+            capacity = int(self._pile_len[0].max())
         n = self.game.num_players
         race = int(self.race[i]) - 1
         return {
@@ -128,7 +166,7 @@ class KentuckyDerbyBatch(BatchEngine):
             "first": int(first),
             "second": int(second),
             "positions": pos.tolist(),
-            "piles": [piles[h, : self._pile_len[h]].tolist() for h in range(4)],
+            "piles": [piles[h, : self._pile_len[0, h]].tolist() for h in range(4)],
             "bets": [
                 [int(h), int(s)]
                 for h, s in zip(self.last_bet_horse[i], self.last_bet_stake[i], strict=True)

@@ -22,6 +22,7 @@ import numba
 import numpy as np
 
 from derby_envs.core import pcg64
+from derby_envs.core.batch import pick_random
 from derby_envs.core.pcg64 import _M32, _MULT_HI, _MULT_LO, _mulhi
 from derby_envs.games.kentucky_derby.constants import COURSE, NUM_CARDS
 from derby_envs.games.kentucky_derby.engine import MAX_RESHUFFLES
@@ -423,19 +424,49 @@ def max_stake_of(st, ru, i, p):
     return min(ru.max_stake, st.chips[i, p])
 
 
+@njit(inline="always")  # a call would pass every array of the state
+def mask_into(st, ru, i, p, out):
+    """``KentuckyDerbyState.legal_mask`` (``KentuckyDerbyGame.mask_templates``) of player
+    ``p`` into ``out[i]``: stakes ``0..max_stake`` on every horse for a player to bet, else
+    nothing."""
+    out[i, :] = 0
+    if p < 0 or not st.to_move[i, p]:
+        return
+    top = max_stake_of(st, ru, i, p)
+    for h in range(NUM_HORSES):
+        for s in range(top + 1):
+            out[i, h * ru.levels + s] = 1
+
+
 @lean_njit
 def legal_masks(st, ru, players, out):
-    """``KentuckyDerbyState.legal_mask`` (``KentuckyDerbyGame.mask_templates``): stakes
-    ``0..max_stake`` on every horse for a player to bet, else nothing."""
+    """:func:`mask_into` for every game's ``players[i]``."""
     for i in range(players.shape[0]):
-        out[i, :] = 0
-        p = players[i]
-        if p < 0 or not st.to_move[i, p]:
-            continue
-        top = max_stake_of(st, ru, i, p)
-        for h in range(NUM_HORSES):
-            for s in range(top + 1):
-                out[i, h * ru.levels + s] = 1
+        mask_into(st, ru, i, players[i], out)
+
+
+@lean_njit
+def advance_random(st, ru, rngs, seat, env_rng, masks, piles, pile_len):
+    """``BatchEngine.advance_random`` (the single view's opponent loop with random
+    opponents): in each game, while a player other than ``seat[i]`` is to move, the first
+    such plays ``core.batch.pick_random`` from ``env_rng[i]`` over its :func:`mask_into`
+    (into ``masks[i]``). Returns as :func:`apply_actions`."""
+    stuck = 0
+    for i in range(seat.shape[0]):
+        while not st.terminal[i]:
+            p = -1
+            for q in range(ru.num_players):
+                if st.to_move[i, q] and q != seat[i]:
+                    p = q
+                    break
+            if p < 0:
+                break
+            mask_into(st, ru, i, p, masks)
+            a = pick_random(masks[i], env_rng[i])
+            if not apply_row(st, ru, i, rngs[i], p, a, piles, pile_len):
+                stuck += 1
+                break
+    return stuck
 
 
 @lean_njit
