@@ -94,12 +94,16 @@ class BatchEngine:
         raise NotImplementedError
 
     # ----- optional: a compiled override is faster ------------------------------------------
-    def advance_random(self, seat: np.ndarray, rngs: np.ndarray) -> None:
-        """Uniformly random opponents (``core.policy.UniformRandomPolicy``) move in every game
-        until ``seat[i]`` must act or the game ends: each time, the first player other than
+    def advance_random(
+        self, seat: np.ndarray, rngs: np.ndarray, players: np.ndarray, actions: np.ndarray
+    ) -> None:
+        """:meth:`apply` ``(players, actions)`` (the learner's moves; -1: none), then uniformly
+        random opponents (``core.policy.UniformRandomPolicy``) move in every game until
+        ``seat[i]`` must act or the game ends: each time, the first player other than
         ``seat[i]`` to move plays the legal action of one ``integers(count)`` draw from
-        ``rngs[i]``. The single-agent view's opponent loop; the compiled engines run it in one
-        kernel over the games, split over the cores."""
+        ``rngs[i]``. The single-agent view's step; the compiled engines run it in one kernel
+        over the games, split over the cores."""
+        self.apply(players, actions)
         movers = np.zeros(self.num_games, np.int64)
         actions = np.zeros(self.num_games, np.int64)
         masks = mask_scratch(self)

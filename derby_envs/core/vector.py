@@ -147,6 +147,27 @@ class FixedSeats:
         members[which] = self._slots
 
 
+@numba.njit(cache=True, nogil=True)
+def _learner_results(players, seat, returns, terminal, live, illegal, illegal_reward,
+                     max_cycles, steps, last_return, rewards, terminated, truncated, over):  # fmt: skip
+    """The single view's step results in every env where the learner moved
+    (``players[i] >= 0``): its step count, reward (the change of its return, plus the
+    penalty of a replaced illegal action), termination and truncation; then ``over`` for
+    every live env whose episode ended."""
+    for i in range(players.shape[0]):
+        if players[i] >= 0:
+            steps[i] += 1
+            ret = returns[i, seat[i]]
+            rewards[i] = ret - last_return[i]
+            if illegal[i]:
+                rewards[i] += illegal_reward
+            last_return[i] = ret
+            terminated[i] = terminal[i]
+            truncated[i] = not terminal[i] and steps[i] >= max_cycles
+        if live[i] and (terminated[i] or truncated[i]):
+            over[i] = True
+
+
 def _plain_random(policy: Any) -> bool:
     """Whether ``policy`` plays as :class:`UniformRandomPolicy` (its batch engine's
     ``advance_random`` then moves every opponent in one call)."""
@@ -216,6 +237,7 @@ class LearnerBatch:
         self._winners = np.zeros((N, n), np.bool_)
         self._rows = np.arange(N)
         self._all = np.ones(N, np.bool_)
+        self._nobody = np.full(N, -1, np.int64)  # never written
 
     # ----- episodes -------------------------------------------------------------------------
     def seed(self, seeds: Sequence[int | None], which: np.ndarray | None = None) -> None:
@@ -247,13 +269,20 @@ class LearnerBatch:
         self.over[which] = False
         self.penalized[which] = False
 
-    def advance(self) -> None:
-        """Let the opponents move, in batches, until the learner must act or the game ends."""
+    def advance(self, players: np.ndarray | None = None, actions: np.ndarray | None = None) -> None:
+        """Apply the learner's ``actions`` in the games of ``players`` (-1: none; None: no
+        game), then let the opponents move, in batches, until the learner must act or the
+        game ends."""
         eng, movers = self.engine, self._movers
         policies = self.seats.policies
         if len(policies) == 1 and _plain_random(policies[0]):
-            eng.advance_random(self.seat, self.rng)  # one compiled loop, no round trips
+            # one compiled loop over the games, no round trips
+            if players is None:
+                players, actions = self._nobody, self._actions
+            eng.advance_random(self.seat, self.rng, players, actions)
             return
+        if players is not None:
+            eng.apply(players, actions)
         for _ in range(1_000_000):
             first_opponent(eng.to_move, eng.terminal, self.seat, movers)
             if movers.max() < 0:
@@ -304,18 +333,11 @@ class LearnerBatch:
             else:  # replace: a random legal action from the env's generator, and the penalty
                 replace = np.where(bad, self.seat, -1)
                 random_legal(self.masks, replace, self.rng, a)
-        eng.apply(players, a)
-        moved = players >= 0
-        self.steps[moved] += 1
-        self.advance()
+        self.advance(players, a)
         eng.returns(self.reward_mode, self._returns)
-        ret = self._returns[self._rows, self.seat]
-        self.rewards[moved] = ret[moved] - self.last_return[moved]
-        self.rewards[moved & self.illegal] += self.illegal_reward
-        self.last_return[moved] = ret[moved]
-        self.terminated[moved] = eng.terminal[moved]
-        self.truncated[moved] = ~eng.terminal[moved] & (self.steps[moved] >= self.max_cycles)
-        self.over |= live & (self.terminated | self.truncated)
+        _learner_results(players, self.seat, self._returns, eng.terminal, live, self.illegal,
+                         self.illegal_reward, self.max_cycles, self.steps, self.last_return,
+                         self.rewards, self.terminated, self.truncated, self.over)  # fmt: skip
 
     def observe(self) -> None:
         """The learner's observations, masks (all ones where the episode is over) and wins."""

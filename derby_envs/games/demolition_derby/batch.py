@@ -117,32 +117,44 @@ def apply_kernel(tb, S, deck, unused, rng, deal, ws, scratch, players, actions, 
 
 
 @_njit
-def advance_random(tb, S, deck, unused, rng, deal, ws, scratch, seat, env_rng, masks, terminal,
-                   to_move):  # fmt: skip
-    """``BatchEngine.advance_random`` (the single view's opponent loop with random
-    opponents): in each game, while a player other than ``seat[i]`` is to move, the first
-    such plays ``core.batch.pick_random`` from ``env_rng[i]`` over its ``legal_mask_one``
-    (into ``masks[i]``), applied as :func:`apply_kernel`."""
+def _first_other(terminal, to_move, seat, n, i):
+    """The first player other than ``seat[i]`` to move in game ``i`` (-1: none, or over)."""
+    if not terminal[i]:
+        for q in range(n):
+            if to_move[i, q] and q != seat[i]:
+                return q
+    return -1
+
+
+@_njit
+def advance_random(tb, S, deck, unused, rng, deal, ws, scratch, seat, env_rng, masks, players,
+                   actions, terminal, to_move):  # fmt: skip
+    """``BatchEngine.advance_random`` (the single view's step with random opponents): in
+    each game, ``players[i]``'s action, then while a player other than ``seat[i]`` is to
+    move, the first such plays ``core.batch.pick_random`` from ``env_rng[i]`` over its
+    ``legal_mask_one`` (into ``masks[i]``), each applied as :func:`apply_kernel`."""
     cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog = S
     n = hand.shape[1]
     for i in range(seat.shape[0]):
         st = _state_of(cf, hand, lin, pick, lst, tp, tk, topt, teff, sc, ev, tlog, i)
         w = (ws[0][0], ws[1][0], ws[2][0])
-        while not terminal[i]:
-            p = -1
-            for q in range(n):
-                if to_move[i, q] and q != seat[i]:
-                    p = q
-                    break
-            if p < 0:
-                break
-            legal_mask_one(tb, st, p, masks[i])
+        p, a = players[i], actions[i]
+        if p < 0:  # no learner's move: the first opponent's
+            p = _first_other(terminal, to_move, seat, n, i)
+            if p >= 0:
+                legal_mask_one(tb, st, p, masks[i])
+                a = pick_random(masks[i], env_rng[i])
+        while p >= 0:
             derby = sc[i, S_DERBY]
             _touch(w)  # the workspace held another game's Strengths
-            _apply(tb, st, w, p, pick_random(masks[i], env_rng[i]))
+            _apply(tb, st, w, p, a)
             if sc[i, S_DERBY] != derby and sc[i, S_PHASE] != OVER:
                 deal_derby(st, rng[i], deal, deck[i], unused[i], scratch[0])
             _sync(st, n, terminal, to_move, i)
+            p = _first_other(terminal, to_move, seat, n, i)
+            if p >= 0:
+                legal_mask_one(tb, st, p, masks[i])
+                a = pick_random(masks[i], env_rng[i])
 
 
 @_pnjit
@@ -255,13 +267,16 @@ class DemolitionDerbyBatch(BatchEngine):
 
         threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=1)
 
-    def advance_random(self, seat: np.ndarray, rngs: np.ndarray) -> None:
+    def advance_random(
+        self, seat: np.ndarray, rngs: np.ndarray, players: np.ndarray, actions: np.ndarray
+    ) -> None:
         masks = mask_scratch(self)
 
         def part(s: slice, k: int) -> None:
             advance_random(self.tables, self._rows(s), self.deck[s], self.unused[s],
                            self.rng[s], self.deal, self.work[k], self.scratch[k], seat[s],
-                           rngs[s], masks[s], self.terminal[s], self.to_move[s])  # fmt: skip
+                           rngs[s], masks[s], players[s], actions[s], self.terminal[s],
+                           self.to_move[s])  # fmt: skip
 
         threads.split(part, self.num_games, scale=1)
 

@@ -231,13 +231,15 @@ class DerbyBatch(BatchEngine):
 
         threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=4)
 
-    def advance_random(self, seat: np.ndarray, rngs: np.ndarray) -> None:
+    def advance_random(
+        self, seat: np.ndarray, rngs: np.ndarray, players: np.ndarray, actions: np.ndarray
+    ) -> None:
         masks = mask_scratch(self)
 
         def part(s: slice, k: int) -> None:
             kernels.advance_random(self.S[s], self.vec[s], self.rng[s], self.terminal[s],
                                    self.to_move[s], self.TI, self.TF, self.layout, seat[s],
-                                   rngs[s], masks[s])  # fmt: skip
+                                   rngs[s], masks[s], players[s], actions[s])  # fmt: skip
 
         threads.split(part, self.num_games, scale=1)
 

@@ -476,12 +476,16 @@ def apply_actions(S, vec, rng, terminal, to_move, TI, TF, L, players, actions):
 
 
 @njit
-def advance_random(S, vec, rng, terminal, to_move, TI, TF, L, seat, env_rng, masks):
-    """``BatchEngine.advance_random`` (the single view's opponent loop with random
-    opponents): in each game, while a player other than ``seat[i]`` is to move,
-    ``core.batch.pick_random`` from ``env_rng[i]`` over its ``_build_mask`` (into
-    ``masks[i]``), applied."""
+def advance_random(S, vec, rng, terminal, to_move, TI, TF, L, seat, env_rng, masks, players,
+                   actions):  # fmt: skip
+    """``BatchEngine.advance_random`` (the single view's step with random opponents): in each
+    game, ``players[i]``'s action (as :func:`apply_actions`), then while a player other than
+    ``seat[i]`` is to move, ``core.batch.pick_random`` from ``env_rng[i]`` over its
+    ``_build_mask`` (into ``masks[i]``), applied."""
     for i in range(seat.shape[0]):
+        if players[i] >= 0:
+            apply_one(S, vec, rng, TI, TF, L, i, actions[i])
+            sync(S, L, i, terminal, to_move)
         while not terminal[i]:
             p = S[i, L.player]  # Derby: one player moves at a time
             if p == seat[i] or not to_move[i, p]:

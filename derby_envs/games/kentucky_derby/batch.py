@@ -106,13 +106,16 @@ class KentuckyDerbyBatch(BatchEngine):
         threads.split(part, self.num_games, int(np.count_nonzero(players >= 0)), scale=4)
         self._check_stuck(sum(stuck))
 
-    def advance_random(self, seat: np.ndarray, rngs: np.ndarray) -> None:
+    def advance_random(
+        self, seat: np.ndarray, rngs: np.ndarray, players: np.ndarray, actions: np.ndarray
+    ) -> None:
         masks = mask_scratch(self)
         stuck = [0] * threads.THREADS
 
         def part(s: slice, k: int) -> None:
             stuck[k] = kern.advance_random(self._rows(s), self.rules, self.rng[s], seat[s],
-                                           rngs[s], masks[s], NO_PILES, self._pile_len[k])  # fmt: skip
+                                           rngs[s], masks[s], players[s], actions[s],
+                                           NO_PILES, self._pile_len[k])  # fmt: skip
 
         threads.split(part, self.num_games, scale=2)
         self._check_stuck(sum(stuck))

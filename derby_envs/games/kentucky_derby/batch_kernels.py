@@ -446,13 +446,18 @@ def legal_masks(st, ru, players, out):
 
 
 @lean_njit
-def advance_random(st, ru, rngs, seat, env_rng, masks, piles, pile_len):
-    """``BatchEngine.advance_random`` (the single view's opponent loop with random
-    opponents): in each game, while a player other than ``seat[i]`` is to move, the first
-    such plays ``core.batch.pick_random`` from ``env_rng[i]`` over its :func:`mask_into`
-    (into ``masks[i]``). Returns as :func:`apply_actions`."""
+def advance_random(st, ru, rngs, seat, env_rng, masks, players, actions, piles, pile_len):
+    """``BatchEngine.advance_random`` (the single view's step with random opponents): in
+    each game, ``players[i]``'s action (:func:`apply_row`), then while a player other than
+    ``seat[i]`` is to move, the first such plays ``core.batch.pick_random`` from
+    ``env_rng[i]`` over its :func:`mask_into` (into ``masks[i]``). Returns as
+    :func:`apply_actions`."""
     stuck = 0
     for i in range(seat.shape[0]):
+        if players[i] >= 0:
+            if not apply_row(st, ru, i, rngs[i], players[i], actions[i], piles, pile_len):
+                stuck += 1
+                continue
         while not st.terminal[i]:
             p = -1
             for q in range(ru.num_players):
