@@ -64,8 +64,8 @@ MEASUREMENTS: dict[str, Measurement] = {
         "derby-envs bench --config-only --repeats 3 --config " + " ".join(
             f"configs/{name}.yaml" for name in (
                 "kentucky_derby_5p_dummy", "kentucky_derby_5p", "derby_4p", "derby_4p_batch",
-                "demolition_derby_2p", "demolition_derby_2p_batch", "demolition_derby_4p",
-                "demolition_derby_4p_batch",
+                "demolition_derby_2p_subproc", "demolition_derby_2p", "demolition_derby_4p_subproc",
+                "demolition_derby_4p",
             )
         ),
     ),
