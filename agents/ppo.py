@@ -281,11 +281,12 @@ class PPOPolicy:
     ) -> None:
         """:meth:`act` for the rows of a batched engine with ``players[i] >= 0``
         (``derby_envs.core.batch``): one forward pass for all of them; a sampled policy draws
-        one ``random()`` from each row's generator, as :meth:`act` does. With a hint agent or
-        observation features the network input is built game by game."""
+        one ``random()`` from each row's generator, as :meth:`act` does. Observation features
+        are computed for all the rows at once; with a hint agent the network input is built
+        game by game."""
         from derby_envs.core import batch
 
-        if self.hint is not None or self.features is not None:
+        if self.hint is not None:
             batch.act_each(self, engine, players, rngs, out)
             return
         rows = np.flatnonzero(players >= 0)
@@ -294,7 +295,8 @@ class PPOPolicy:
         obs, masks = batch.obs_scratch(engine), batch.mask_scratch(engine)
         engine.observe(players, obs)
         engine.legal_masks(players, masks)
-        logits = np.ascontiguousarray(self.logits(obs[rows]))
+        x = obs[rows] if self.features is None else self.features.append(obs[rows])
+        logits = np.ascontiguousarray(self.logits(x))
         _pick_rows(logits, masks, rows, rngs, self.deterministic, out)
 
     def act_state(self, state: Any, player: int, rng: np.random.Generator) -> int:

@@ -71,17 +71,9 @@ def test_batch_config_checks(tmp_path):
             resolve_device("cuda")
 
 
-@pytest.mark.parametrize("deterministic", [True, False])
-def test_ppo_act_batch_decides_as_act(deterministic, tmp_path):
-    game = make_game("kentucky_derby", num_players=4)
-    run = tmp_path / "run"
-    train(
-        config_from_dict(
-            batch_config("kentucky_derby", run, total_timesteps=512, game_params={"num_players": 4})
-        ),
-        progress=False,
-    )
-    policy = PPOPolicy.load(run / "final.zip", game, deterministic=deterministic)
+def assert_act_batch_decides_as_act(policy, game) -> None:
+    """``policy.act_batch`` on a batched engine chooses, and draws from each row's generator,
+    exactly as ``act`` does game by game (rows left alone keep their ``out``)."""
     B = 64
     eng = batch_engine(game, B)
     eng.reset(np.arange(B, dtype=np.uint64), np.ones(B, np.bool_))
@@ -104,3 +96,61 @@ def test_ppo_act_batch_decides_as_act(deterministic, tmp_path):
         decided += len(got)
         eng.apply(players, out)
     assert decided > 100
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_ppo_act_batch_decides_as_act(deterministic, tmp_path):
+    game = make_game("kentucky_derby", num_players=4)
+    run = tmp_path / "run"
+    train(
+        config_from_dict(
+            batch_config("kentucky_derby", run, total_timesteps=512, game_params={"num_players": 4})
+        ),
+        progress=False,
+    )
+    policy = PPOPolicy.load(run / "final.zip", game, deterministic=deterministic)
+    assert_act_batch_decides_as_act(policy, game)
+
+
+def test_batch_training_with_observation_features(tmp_path):
+    """``observation_features`` on the batched engine: the batch's observations are the game's
+    followed by the feature set's (terminal observations too), self-play snapshots (which
+    compute the features themselves) play in the pool, resume keeps the set, and the loaded
+    policy's batched decisions equal its game-by-game ones."""
+    from agents.features import ObservationFeatures
+    from training.train.envs import make_vec_env
+
+    run = tmp_path / "run"
+    raw = batch_config("derby", run, observation_features="derived", game_params={"num_players": 4})
+    config = config_from_dict(raw)
+    summary = train(config, progress=False)
+    assert summary["steps"] >= 2048
+    draws = json.loads((run / "pool.json").read_text())["draws_this_session"]
+    assert any(k.startswith("snapshot@") for k in draws), draws
+    game = make_game("derby", num_players=4)
+    feats = ObservationFeatures(game, "derived")
+    n = game.observation_size
+    env = make_vec_env(config, [], run)
+    assert env.observation_space.shape == (n + feats.size,)
+    obs = env.reset()
+    assert np.allclose(obs[:, n:], feats(obs[:, :n])) and np.any(obs[:, n:] != 0)
+    ended = 0
+    for _ in range(80):
+        masks = env.env_method("action_masks")
+        acts = np.array([np.flatnonzero(m)[0] for m in masks])
+        obs, _, dones, infos = env.step(acts)
+        assert env.observation_space.contains(obs[0])
+        for i in np.flatnonzero(dones):
+            last = infos[i]["terminal_observation"]
+            assert np.allclose(last[n:], feats(last[:n]))
+            ended += 1
+    assert ended > 0
+    with pytest.raises(ConfigError, match="observation_features"):
+        train(config_from_dict({**raw, "observation_features": None, "total_timesteps": 3072}),
+              resume=True, progress=False)  # fmt: skip
+    assert train(config_from_dict({**raw, "total_timesteps": 3072}), resume=True,
+                 progress=False)["steps"] >= 3072  # fmt: skip
+    policy = PPOPolicy.load(run / "final.zip", game)
+    assert policy.meta["observation_features"] == "derived"
+    assert policy.observation_size == n + feats.size
+    assert_act_batch_decides_as_act(policy, game)

@@ -539,19 +539,19 @@ def check_learner_seat(cfg: TrainConfig, game: Any, names: list[str]) -> None:
 
 def check_vec_env(cfg: TrainConfig, game: Any, names: list[str]) -> None:
     """More than ``MAX_PROCESS_ENVS`` envs only on the batched engine; the batched env builds
-    no per-env observation wrappers (hints and observation features read one state each)."""
+    no per-env hint wrapper (a hint agent reads one state each); observation features, computed
+    from the observations alone, are appended to the whole batch."""
     if cfg.vec_env != "batch" and cfg.n_envs > MAX_PROCESS_ENVS:
         raise ConfigError(
             f"config key 'n_envs': got {cfg.n_envs}; more than {MAX_PROCESS_ENVS} envs need "
             "vec_env: batch"
         )
     if cfg.vec_env == "batch":
-        for key in ("hint", "observation_features"):
-            if getattr(cfg, key) is not None:
-                raise ConfigError(
-                    f"config key {key!r}: not available with vec_env: batch (the batched env "
-                    "appends no per-game inputs); use vec_env: dummy or subproc, or null"
-                )
+        if cfg.hint is not None:
+            raise ConfigError(
+                "config key 'hint': not available with vec_env: batch (the hint agent decides "
+                "game by game); use vec_env: dummy or subproc, or null"
+            )
 
 
 def check_batch_size(cfg: TrainConfig, game: Any, names: list[str]) -> None:

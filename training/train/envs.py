@@ -219,6 +219,11 @@ def make_batch_vec_env(config: TrainConfig, snapshots: list[dict], root: Path) -
         seed=config.seed,
         **config.game_params,
     )
+    if config.observation_features is not None:
+        from agents.features import ObservationFeatures
+        from training.train.vec_features import VecFeatures
+
+        env = VecFeatures(env, ObservationFeatures(game, config.observation_features))
     return VecMonitor(env)
 
 
