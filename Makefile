@@ -41,7 +41,7 @@ format: $(STAMP)
 # the training configs whose speed against random seats and their strongest-heuristic field
 # bench reports: each game's recipe on single-game envs beside its batched one
 BENCH_CONFIGS = configs/kentucky_derby_5p_dummy.yaml configs/kentucky_derby_5p.yaml \
-	configs/derby_4p.yaml configs/derby_4p_batch.yaml \
+	configs/derby_4p_subproc.yaml configs/derby_4p.yaml \
 	configs/demolition_derby_2p_subproc.yaml configs/demolition_derby_2p.yaml \
 	configs/demolition_derby_4p_subproc.yaml configs/demolition_derby_4p.yaml
 

@@ -63,7 +63,7 @@ MEASUREMENTS: dict[str, Measurement] = {
         "bench", "Training as configured: each game's recipe on single-game envs beside its batched one",
         "derby-envs bench --config-only --repeats 3 --config " + " ".join(
             f"configs/{name}.yaml" for name in (
-                "kentucky_derby_5p_dummy", "kentucky_derby_5p", "derby_4p", "derby_4p_batch",
+                "kentucky_derby_5p_dummy", "kentucky_derby_5p", "derby_4p_subproc", "derby_4p",
                 "demolition_derby_2p_subproc", "demolition_derby_2p", "demolition_derby_4p_subproc",
                 "demolition_derby_4p",
             )
