@@ -17,11 +17,18 @@ COMPILE_GROUPS = (("demolition_derby",), ("derby", "kentucky_derby"))
 
 
 def pytest_configure(config):
-    """Under pytest-xdist (``make test`` runs ``-n auto``), compile the numba kernels once,
-    before the workers start: each worker would otherwise compile every kernel it meets, the
-    same kernels in every worker (tens of seconds per game), before numba's cache has them."""
+    """Drop the numba caches of kernels whose sources changed (numba notices only a change of
+    the kernel's own file: ``derby_envs.core.kernel_cache``). Then, under pytest-xdist
+    (``make test`` runs ``-n auto``), compile the numba kernels once, before the workers
+    start: each worker would otherwise compile every kernel it meets, the same kernels in
+    every worker (tens of seconds per game), before numba's cache has them."""
+    if hasattr(config, "workerinput"):  # a worker: the main process did both
+        return
+    from derby_envs.core import kernel_cache
+
+    kernel_cache.refresh()
     workers = getattr(config.option, "numprocesses", None)
-    if not workers or hasattr(config, "workerinput"):  # serial run, or a worker itself
+    if not workers:  # a serial run compiles as it goes
         return
     procs = [
         subprocess.Popen(

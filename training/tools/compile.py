@@ -4,7 +4,9 @@ numba compiles a kernel at its first call and caches the machine code beside the
 (``__pycache__``), so only the first process after an install or a change pays for it. That
 first payment is tens of seconds per game, and processes started together pay it together:
 a ``SubprocVecEnv`` of fresh workers, an RLlib cluster, or test workers. Compiling once before
-starting them makes every one of them load the cache instead.
+starting them makes every one of them load the cache instead. It first drops the caches of
+kernels whose sources (their module or a module it imports) changed since they were compiled:
+numba itself only notices a change of the kernel's own file.
 
 The kernels are compiled by using them, through the public APIs: for each game the batched
 vector env (``gymnasium.make_vec``) against random seats and against each of the game's
@@ -23,6 +25,7 @@ import numpy as np
 
 import derby_envs  # noqa: F401 - registers the gymnasium ids
 from agents.registry import game_policies
+from derby_envs.core import kernel_cache
 from derby_envs.core.batch import batch_engine
 from derby_envs.registry import available_games, game_info, make_game
 
@@ -83,7 +86,10 @@ def compile_game(game: str) -> float:
 def compile_kernels(
     games: Iterable[str] | None = None, progress: Callable[[str], None] = print
 ) -> dict[str, float]:
-    """Compile every game's kernels (``games``: default all); seconds per game."""
+    """Compile every game's kernels (``games``: default all); seconds per game. Caches made
+    before a module they depend on changed are dropped first (:mod:`derby_envs.core.kernel_cache`)."""
+    for module in kernel_cache.refresh():
+        progress(f"  stale cache dropped: {module.parent.name}/{module.name}")
     seconds = {}
     for game in games if games is not None else available_games():
         seconds[game] = compile_game(game)
