@@ -1,6 +1,7 @@
 """derby_envs.core.kernel_cache: a kernel's numba cache is dropped when a module it imports
 changes, not only when its own file does."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -45,7 +46,10 @@ def _package(root: Path, step: int) -> Path:
 def _twice_of_zero(root: Path) -> int:
     """``toypkg.caller.twice(0)`` in a fresh process (numba's cache is read at the call)."""
     code = f"import sys; sys.path.insert(0, {str(root)!r}); from toypkg.caller import twice; print(twice(0))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}  # the in-tree cache
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     return int(out.stdout)
 
 
