@@ -64,7 +64,7 @@ def refresh(roots: Iterable[Path] | None = None) -> list[Path]:
             digest = graph.fingerprint(module)
             stale = False
             for cache_dir in cache_dirs(module):
-                stale |= _refresh_dir(cache_dir, module.stem, digest)
+                stale |= _refresh_dir(cache_dir, module.stem, digest, module.parent / "__pycache__")
             if stale:
                 cleared.append(module)
     return cleared
@@ -94,9 +94,12 @@ def _probe() -> None:
     """A function to build numba's locators with (they read its first line number only)."""
 
 
-def _refresh_dir(cache_dir: Path, stem: str, digest: str) -> bool:
+def _refresh_dir(cache_dir: Path, stem: str, digest: str, in_tree: Path) -> bool:
     """Make ``cache_dir``'s cache files of module ``stem`` belong to ``digest``: delete them
     if they were made under another fingerprint (or under none recorded); True if any were."""
+    if cache_dir == in_tree:  # made now, so that caches numba writes later have a stamp
+        with contextlib.suppress(OSError):
+            cache_dir.mkdir(exist_ok=True)
     if not cache_dir.is_dir():
         return False
     stamp = cache_dir / f"{stem}{STAMP_SUFFIX}"

@@ -60,6 +60,9 @@ def _cache_files(pkg: Path) -> list[str]:
 def test_a_changed_import_drops_the_caches_that_depend_on_it(tmp_path):
     pkg = _package(tmp_path, step=1)
     assert kernel_cache.refresh([pkg]) == []  # nothing cached yet: nothing to drop
+    # ... but the fingerprints are recorded, for the caches numba is about to write
+    stamps = sorted(p.name for p in (pkg / "__pycache__").glob(f"*{kernel_cache.STAMP_SUFFIX}"))
+    assert stamps == [f"caller{kernel_cache.STAMP_SUFFIX}", f"kernel{kernel_cache.STAMP_SUFFIX}"]
     assert _twice_of_zero(tmp_path) == 2
     cached = _cache_files(pkg)
     assert any(name.startswith("caller.") for name in cached)
