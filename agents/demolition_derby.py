@@ -109,6 +109,26 @@ class DDGreedy:
         best = np.flatnonzero(scores == scores.max())
         return int(legal[best[rng.integers(best.size)]])
 
+    def compiled_playouts(self) -> Any:
+        """Compiled playouts of this policy for ISMCTS's rollouts (``agents.dd_playout``: the
+        same moves and draws as ``act`` on each position's observation). None with noise,
+        or with a warning where the kernels' draws are not this numpy's
+        (:func:`derby_envs.core.pcg64.numpy_mismatch`): the Python playouts run."""
+        if self.noise:
+            return None
+        mismatch = pcg64.numpy_mismatch()
+        if mismatch:
+            warnings.warn(
+                f"dd_greedy: ISMCTS plays its playouts in Python (slower), as the compiled "
+                f"ones' draws differ from numpy's here: {mismatch}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return None
+        from agents.dd_playout import GreedyPlayouts  # late: compiles on first use
+
+        return GreedyPlayouts(self)
+
     def act_batch(
         self, engine: Any, players: np.ndarray, rngs: np.ndarray, out: np.ndarray
     ) -> None:

@@ -20,6 +20,8 @@ After Cowling, Powley and Whitehouse, "Information Set Monte Carlo Tree Search" 
 4. adds one node, plays out with ``rollout`` (``"random"``, or any policy of the suite by name,
    e.g. ``"kd_value"``), optionally truncated after ``rollout_depth`` moves, and backs up every
    player's value: each node's mover maximises its own value (max-n; n players).
+   A rollout policy with compiled playouts (``compiled_playouts()``, e.g. ``dd_greedy``) is
+   played by them (``compiled_rollout``): the same moves, draws and values, faster.
 
 **Values.** The game's return under ``value_mode`` (default its first mode, ``"win"``), as the
 margin of a player over the mean of the other seats, divided by ``value_scale``. For zero-sum
@@ -111,6 +113,7 @@ GENERIC: dict[str, Any] = {
     "prior_temperature": None,
     "extend_iterations": None,
     "settled_share": 0.8,
+    "compiled_rollout": True,
 }
 
 
@@ -253,6 +256,9 @@ class ISMCTSPolicy:
             unless ``extend_iterations`` is given too.
         settled_share: a decision is settled when its most-visited root move has at least
             this share of the root's visits, in (0, 1].
+        compiled_rollout: play the playouts compiled where the rollout policy has a compiled
+            playout (``compiled_playouts()``, e.g. ``dd_greedy``): the same moves, draws and
+            values, several times faster. False: always the Python playout.
     """
 
     name = "ismcts"
@@ -281,6 +287,7 @@ class ISMCTSPolicy:
         prior_temperature: float | None = _UNSET,
         extend_iterations: int | None = _UNSET,
         settled_share: float = _UNSET,
+        compiled_rollout: bool = _UNSET,
     ) -> None:
         given = {k: v for k, v in locals().items() if v is not _UNSET and k in GENERIC}
         preset = _check_choice("preset", preset, PRESETS)
@@ -354,6 +361,15 @@ class ISMCTSPolicy:
                 "ismcts option 'prior_temperature': needs a 'prior' policy with action values "
                 f"(action_values(observation, mask)), got prior={prior!r}"
             )
+        if not isinstance(o["compiled_rollout"], bool):
+            raise InvalidParameterError(
+                f"ismcts option 'compiled_rollout': got {o['compiled_rollout']!r}, expected "
+                "true or false"
+            )
+        self.compiled_rollout = o["compiled_rollout"]
+        #: the rollout's compiled playouts, built on first use (None: the Python playout)
+        self._compiled: Any = None
+        self._compiled_built = False
         self._n = game.num_players
         self._num_actions = game.num_actions
         #: simulations run by the last decision (for benchmarks and tests)
@@ -527,8 +543,23 @@ class ISMCTSPolicy:
         best = np.flatnonzero(score >= score.max() - 1e-12)
         return int(legal[best[0] if best.size == 1 else best[rng.integers(best.size)]])
 
+    def _compiled_playouts(self) -> Any:
+        """The rollout policy's compiled playouts where they play what ``_playout`` would:
+        no field model and no heuristic leaf (both read the Python state), else None."""
+        if not self._compiled_built:
+            make = getattr(self.rollout, "compiled_playouts", None)
+            usable = self.compiled_rollout and self.opponents is None and self.leaf is None
+            self._compiled = make() if usable and make is not None else None
+            self._compiled_built = True
+        return self._compiled
+
     def _playout(self, s: State, root_player: int, rng: np.random.Generator) -> np.ndarray:
         policy, depth = self.rollout, self.rollout_depth
+        compiled = self._compiled_playouts()
+        if compiled is not None and isinstance(rng.bit_generator, np.random.PCG64):
+            # the same moves and draws as the loop below (tests/agents/test_dd_playout.py)
+            r = compiled.returns(s, depth, self.value_mode, rng)
+            return (r - (r.sum() - r) / (self._n - 1)) / self.value_scale
         steps = 0
         while not s.is_terminal() and (depth is None or steps < depth):
             mover = s.current_players()[0]

@@ -25,3 +25,19 @@ def test_compile_refuses_an_unknown_game():
     cmd = [sys.executable, "-m", "training.cli", "compile", "--games", "chess"]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "invalid choice: 'chess'" in out.stderr
+
+
+def test_compile_plays_the_compiled_playouts_search_agents_use(monkeypatch):
+    """ISMCTS's compiled dd_greedy playouts compile with the game, not at a first search."""
+    from agents.dd_playout import GreedyPlayouts
+    from training.tools.compile import _use_compiled_playouts
+
+    played = []
+    returns = GreedyPlayouts.returns
+    monkeypatch.setattr(
+        GreedyPlayouts, "returns", lambda self, *a, **k: played.append(1) or returns(self, *a, **k)
+    )
+    _use_compiled_playouts("demolition_derby")
+    assert played == [1]
+    _use_compiled_playouts("kentucky_derby")  # no heuristic of its offers them
+    assert played == [1]

@@ -69,6 +69,19 @@ def _use_saved_states(game: str) -> None:
     engine.load_state(1, engine.to_state(0))
 
 
+def _use_compiled_playouts(game: str) -> None:
+    """The compiled playouts a heuristic offers search agents (ISMCTS's rollout):
+    a short one from a fresh game."""
+    from agents.registry import make_policy
+
+    g = make_game(game)
+    for name in sorted(game_policies(game)):
+        make = getattr(make_policy(name, g), "compiled_playouts", None)
+        playouts = make() if make is not None else None
+        if playouts is not None:
+            playouts.returns(g.new_initial_state(0), 4, g.reward_modes[0], np.random.default_rng(0))
+
+
 def compile_game(game: str) -> float:
     """Compile (or load from the cache) the kernels ``game``'s envs and heuristics use;
     the seconds it took."""
@@ -76,6 +89,7 @@ def compile_game(game: str) -> float:
     gym_id = game_info(game).gym_id
     rng = np.random.default_rng(0)
     _use_saved_states(game)
+    _use_compiled_playouts(game)
     for opponents in ("random", *sorted(game_policies(game))):
         _use_vector_env(gym_id, opponents, rng)
         if opponents != "random":
