@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -151,3 +152,22 @@ def test_compiled_rollout_takes_a_boolean():
     game = make_game("demolition_derby", num_players=2)
     with pytest.raises(InvalidParameterError, match="'compiled_rollout'.*true or false"):
         resolve_policy("ismcts", game, compiled_rollout="yes")
+
+
+def test_the_timing_script_compares_both_paths(capsys):
+    """scripts/time_ismcts_playouts.py (the figures docs/search.md points to) decides the same
+    positions both ways and prints each path's time and the ratio."""
+    from tests.common import load_script
+
+    script = load_script("time_ismcts_playouts")
+    script.main(["--players", "2", "--positions", "3", "--repeats", "1",
+                 "--agent", "ismcts:iterations=10"])  # fmt: skip
+    line = capsys.readouterr().out.strip()
+    found = re.fullmatch(
+        r"demolition_derby 2p ismcts:iterations=10: compiled ([\d.]+) ms a decision, Python "
+        r"([\d.]+) ms, ([\d.]+)x \(median of 1 passes over 3 positions\)",
+        line,
+    )
+    assert found, line
+    compiled, python, ratio = map(float, found.groups())
+    assert compiled > 0 and python > 0 and ratio == pytest.approx(python / compiled, rel=0.1)
