@@ -589,6 +589,19 @@ def playouts(tb, base, st, ws, legal, nacts, rd, row, sd, out, me, samples, rede
 
 
 @_njit
+def legal_actions_one(tb, st, p, mask, legal):
+    """``State.legal_actions(p)``: the legal action ids, ascending, into ``legal`` (``mask``:
+    scratch for :func:`legal_mask_one`); returns how many."""
+    legal_mask_one(tb, st, p, mask)
+    k = 0
+    for a in range(mask.size):
+        if mask[a]:
+            legal[k] = a
+            k += 1
+    return k
+
+
+@_njit
 def _copy_game(dst, src):
     """Copy one game's state tuple (the batch's row) into the playouts' packed one."""
     _copy_into(dst[0], src[0])
@@ -632,12 +645,7 @@ def tactical_batch(tb, base, sim, ws, rd, legal, vals, mask, dealing, dscratch, 
             continue
         game = (cf[i], hand[i], lin[i], pick[i], lst[i], tp[i], tk[i], topt[i], teff[i], sc[i],
                 ev[i], tlog[i])  # fmt: skip
-        legal_mask_one(tb, game, p, mask)
-        k = 0
-        for a in range(mask.size):
-            if mask[a]:
-                legal[k] = a
-                k += 1
+        k = legal_actions_one(tb, game, p, mask, legal)
         if k == 1:
             out[i] = legal[0]
             continue

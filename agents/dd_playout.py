@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from agents.dd_fast import _option_score
+from agents.dd_fast import _option_score, legal_actions_one
 from derby_envs.core import pcg64
 from derby_envs.games.demolition_derby.batch import DemolitionDerbyBatch, returns_kernel
-from derby_envs.games.demolition_derby.batch_views import legal_mask_one
 from derby_envs.games.demolition_derby.kernels import (
     DEPLOY,
     L_MOVERS,
@@ -45,12 +44,7 @@ def greedy_action(tb, st, ws, p, mask, legal, scores, row):
     """``DDGreedy.act(observation(p), legal_mask(p), rng)`` (noise 0) read from the state:
     the best score among the legal actions (ascending), a real tie broken by
     ``rng.integers(ties)`` from the pcg64 row ``row`` (one action: no draw)."""
-    legal_mask_one(tb, st, p, mask)
-    k = 0
-    for a in range(mask.size):
-        if mask[a]:
-            legal[k] = a
-            k += 1
+    k = legal_actions_one(tb, st, p, mask, legal)
     if k == 1:
         return legal[0]
     fvals = tb[5]

@@ -107,6 +107,18 @@ def play_seats(game: Game, seats: list, seed: int) -> State:
     return state
 
 
+#: Demolition Derby games a compiled path is held to its reference on: every player count's
+#: shape (2p double deploy, 6p), both variants, a one-win Mekk Mania match
+DD_COMPARED_PARAMS = [
+    {"num_players": 2},
+    {"num_players": 3},
+    {"num_players": 4},
+    {"num_players": 6},
+    {"num_players": 4, "variant": "mekk_mania"},
+    {"num_players": 2, "variant": "mekk_mania", "wins_needed": 1},
+]
+
+
 def wrecker_card(copies: int = 2) -> dict:
     """A Demolition Derby design made only of vocabulary ops, for replaced card files."""
     return {

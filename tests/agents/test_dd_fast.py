@@ -26,7 +26,7 @@ from derby_envs.core.errors import InvalidParameterError
 from derby_envs.games.demolition_derby.cards import DATA_DIR
 from derby_envs.games.demolition_derby.engine import CHOOSE, SimulationState
 from derby_envs.registry import make_game
-from tests.common import same_state, wrecker_card
+from tests.common import DD_COMPARED_PARAMS, same_state, wrecker_card
 from training.tools.bench import decision_positions
 
 
@@ -95,17 +95,7 @@ def same_values(game, count: int, seed: int = 0, bitgen=np.random.PCG64, **kwarg
     return choices, ties
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"num_players": 2},
-        {"num_players": 3},
-        {"num_players": 4},
-        {"num_players": 6},
-        {"num_players": 4, "variant": "mekk_mania"},
-        {"num_players": 2, "variant": "mekk_mania", "wins_needed": 1},
-    ],
-)
+@pytest.mark.parametrize("params", DD_COMPARED_PARAMS)
 def test_compiled_playouts_give_the_python_values_and_draws(params, statuses):
     game = make_game("demolition_derby", **params)
     assert same_values(game, 60)[0] > 0  # ability choices among the positions

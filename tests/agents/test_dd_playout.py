@@ -24,7 +24,7 @@ from derby_envs.core.errors import InvalidParameterError
 from derby_envs.core.policy import choose, resolve_policy
 from derby_envs.games.demolition_derby.cards import DATA_DIR
 from derby_envs.registry import make_game
-from tests.common import same_state, wrecker_card
+from tests.common import DD_COMPARED_PARAMS, same_state, wrecker_card
 from training.tools.bench import decision_positions
 
 
@@ -71,17 +71,7 @@ def compare(game, count: int, seed: int = 0) -> dict[str, int]:
     return seen
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        {"num_players": 2},
-        {"num_players": 3},
-        {"num_players": 4},
-        {"num_players": 6},
-        {"num_players": 4, "variant": "mekk_mania"},
-        {"num_players": 2, "variant": "mekk_mania", "wins_needed": 1},
-    ],
-)
+@pytest.mark.parametrize("params", DD_COMPARED_PARAMS)
 def test_compiled_playouts_play_the_python_moves(params):
     seen = compare(make_game("demolition_derby", **params), 25)
     # the cases that matter were met: tie draws, Derbies dealt mid-playout, matches ended
