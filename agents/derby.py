@@ -237,7 +237,16 @@ class _DerbyBase:
             B = (V + 1) * nc
             nT = (V + 1) * 2 * H * H * 2 * _Q
             f_sizes = [3 * H, (n + 1) * H, H * H, V + 1, V, nT, nT, B * H * H, max(B, 2 * H)]
-            i_sizes = [H, (n + 1) * H, nc * H, 8, (V + 1) * 2 * H * H * 2, B * H, B, B * H]
+            i_sizes = [
+                H,
+                (n + 1) * H,
+                nc * H,
+                _INFO + V + 1,
+                (V + 1) * 2 * H * H * 2,
+                B * H,
+                B,
+                B * H,
+            ]
             lay = np.zeros(len(f_sizes) + len(i_sizes) + 4, np.int64)
             lay[: len(f_sizes)] = np.cumsum([0, *f_sizes[:-1]])
             lay[len(f_sizes) : len(f_sizes) + len(i_sizes)] = np.cumsum([0, *i_sizes[:-1]])
@@ -358,6 +367,8 @@ class _DerbyBase:
 # * the pairwise chances phi((m_g - x_h)/s_g) depend on a combination only through its number
 #   value and whether g and h move, so they are tabulated per value (4 states), not per
 #   combination;
+# * a number value's combinations are computed once, where the oracle has the value twice (a
+#   decline's outcomes include the face-up card's value: ``_share_values``);
 # * P(place(h) <= t) is computed only where a score reads it (the thresholds of known tickets;
 #   the face-down weights only for the horses a combination could exchange);
 # * the loops run compiled (numba) with the additions in numpy's order, and every exp is
@@ -375,6 +386,10 @@ _FIELDS = (
     "num_up", "num_left", "num_bottom", "own_tickets", "stock_up", "opp_tickets", "stock_down",
 )  # fmt: skip
 _Q = 7  # Gauss-Hermite nodes
+#: the work arrays' ``info``: 0 number values (the oracle's), 1 movement cards, 2 a decline's
+#: outcomes, 3 number played, 4 card played, 5 distinct number values; from _INFO on, the row
+#: of each number value among the distinct ones (``_share_values``)
+_INFO = 8
 assert len(_NODES) == _Q
 
 
@@ -628,6 +643,25 @@ def _combos(iv, off, Ld, left0, card_ranks, pile, decline, values, dec_p, cards,
 
 
 @_njit
+def _share_values(values, info):
+    """The number values' rows share their work: a decline's outcomes usually include the
+    face-up card's value, whose combinations the oracle computes twice (the same inputs, the
+    same bits). ``values[:nu]`` become the distinct values in order of first occurrence,
+    ``info[5] = nu`` and ``info[_INFO + i]`` the row of the oracle's value ``i`` among them."""
+    nu = 0
+    for i in range(info[0]):
+        v = values[i]
+        u = 0
+        while u < nu and values[u] != v:
+            u += 1
+        if u == nu:  # nu <= i: the entries overwritten have been read
+            values[nu] = v
+            nu += 1
+        info[_INFO + i] = u
+    info[5] = nu
+
+
+@_njit
 def _prepare(iv, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof, exchanges,
              deny_on, cards_phase, decline, hv, place, thr, prof, W, need, values, dec_p,
              cards, info):  # fmt: skip
@@ -652,6 +686,7 @@ def _prepare(iv, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof, ex
         info[0], info[1], info[2] = 1, 1, 0
     else:
         _combos(iv, off, Ld, left[0], card_ranks, pile, decline, values, dec_p, cards, info)
+    _share_values(values, info)
     return R0
 
 
@@ -727,7 +762,7 @@ def _prepare_table(obs, scale, off, n, V, Ld, D, card_ranks, card_moves_f, ct_th
     R0 = _prepare(iv, off, n, V, Ld, D, card_ranks, card_moves_f, ct_thr, ct_prof, exchanges,
                   deny_on, cards_phase, decline, hv, place, thr, prof, W, need, values, dec_p,
                   cards, info)  # fmt: skip
-    return _table_args(hv, place, R0, values, info[0], cards, info[1], need, nodes, tbuf, tidx)
+    return _table_args(hv, place, R0, values, info[5], cards, info[1], need, nodes, tbuf, tidx)
 
 
 @_njit
@@ -948,12 +983,12 @@ def _exchange_best(P, b, ranks, place, thr, prof, W, own, up):
 
 
 @_njit
-def _scores(P, B, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out):
-    """The value of every combination for this player (the oracle's ``_score``) into ``out``."""
+def _scores(P, B, pairwise, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out):
+    """The value of every combination for this player (the oracle's ``_score``) into ``out``
+    (``pairwise``: the oracle's row sums are pairwise, see ``_sum9``)."""
     own = np.empty(9)
     up = np.empty(9)
     tmp = np.empty(9)
-    pairwise = B == 1
     for b in range(B):
         _ev(P, b, thr[0], prof[0], own)
         score = _sum9(own, pairwise)
@@ -985,13 +1020,22 @@ def _exchange_gains(P, thr, prof, W, out):
 
 
 @_njit
-def _values(place, values, nv, cards, nc, need, code, newplace, ez, weights, P, thr, prof,
+def _values(place, values, info, cards, need, code, newplace, ez, weights, P, thr, prof,
             nopp, W, exchanges, deny, cards_phase, out):  # fmt: skip
     """The placing probabilities, then the scores of the combinations (card phase) or the
-    exchange gains (exchange phase) into ``out``."""
-    _place_probs(values, nv, nc, need, code, newplace, ez, weights, P)
+    exchange gains (exchange phase) into ``out``. The combinations were computed for the
+    distinct number values only (``_share_values``): each value's row of scores is then
+    copied to where the oracle has it (rows only move down, so in descending order no source
+    is overwritten before it is read)."""
+    nv, nc, nu = info[0], info[1], info[5]
+    _place_probs(values, nu, nc, need, code, newplace, ez, weights, P)
     if cards_phase:
-        _scores(P, nv * nc, place, cards, nc, thr, prof, nopp, W, exchanges, deny, out)
+        _scores(P, nu * nc, nv * nc == 1, place, cards, nc, thr, prof, nopp, W, exchanges,
+                deny, out)  # fmt: skip
+        for i in range(nv - 1, -1, -1):
+            u = info[_INFO + i]
+            if u != i:
+                out[i * nc : (i + 1) * nc] = out[u * nc : (u + 1) * nc]
     else:
         _exchange_gains(P, thr, prof, W, out)
 
@@ -1028,7 +1072,7 @@ def _wviews(FW, IW, lay):
     place = IW[i[0] : i[0] + 9]
     thr = IW[i[1] : i[1] + (n + 1) * 9].reshape((n + 1, 9))
     cards = IW[i[2] : i[2] + nc * 9].reshape((nc, 9))
-    info = IW[i[3] : i[3] + 8]
+    info = IW[i[3] : i[4]]
     tidx = IW[i[4] : i[4] + (V + 1) * 324].reshape((V + 1, 2, 9, 9, 2))
     code = IW[i[5] : i[5] + B * 9].reshape((B, 9))
     Fb = IW[i[6] : i[6] + B]
@@ -1055,7 +1099,7 @@ def _k_z(FW, IW, need, lay, L, nT, z):
     """``_z_args`` on the packed arrays."""
     (hv, _pr, _W, values, _d, T, Vt, _p, _o, place, _t, cards, info, tidx, code, Fb,
      newplace) = _wviews(FW, IW, lay)  # fmt: skip
-    return _z_args(hv, place, L, values, info[0], cards, info[1], need, T, Vt, nT, tidx, code,
+    return _z_args(hv, place, L, values, info[5], cards, info[1], need, T, Vt, nT, tidx, code,
                    Fb, newplace, z)  # fmt: skip
 
 
@@ -1064,7 +1108,7 @@ def _k_values(FW, IW, need, lay, z, nopp, exchanges, deny, cards_phase):
     """``_values`` on the packed arrays (the scores or gains land in the ``out`` part)."""
     (_hv, prof, W, values, _d, _t, _v, P, out, place, thr, cards, info, _ti, code, _f,
      newplace) = _wviews(FW, IW, lay)  # fmt: skip
-    _values(place, values, info[0], cards, info[1], need, code, newplace, z, _WEIGHTS, P, thr,
+    _values(place, values, info, cards, need, code, newplace, z, _WEIGHTS, P, thr,
             prof, nopp, W, exchanges, deny, cards_phase, out)  # fmt: skip
 
 
@@ -1211,7 +1255,7 @@ def _kb_prepare(rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, Ld, D, ex
                               ct_prof, exchanges, deny_on, cards_phase, mask[DECLINE] > 0, hv,
                               place, thr, prof, W, needb[used], values, dec_p, cards, info,
                               nodes, tcat[nT:], tidx)  # fmt: skip
-        count = info[0] * info[1] * H * H * _Q  # the most phi arguments it can have
+        count = info[5] * info[1] * H * H * _Q  # the most phi arguments it can have
         if nz + count > zcap and used > 0:
             break  # the next chunk prepares it again
         status[k] = _PREPARED
@@ -1238,7 +1282,7 @@ def _kb_z(FWb, IWb, needb, lay, L, used, tcat, vcat, toff, zcat, zoff):
          newplace) = _wviews(FWb[s], IWb[s], lay)  # fmt: skip
         t0 = toff[s]
         zoff[s] = nz
-        nz += _z_args(hv, place, L, values, info[0], cards, info[1], needb[s], tcat[t0:],
+        nz += _z_args(hv, place, L, values, info[5], cards, info[1], needb[s], tcat[t0:],
                       vcat[t0:], toff[s + 1] - t0, tidx, code, Fb, newplace, zcat[nz:])  # fmt: skip
     return nz
 
@@ -1258,7 +1302,7 @@ def _kb_choose(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, z
         (_hv, prof, W, values, dec_p, _t, _v, P, res, place, thr, cards, info, _ti, code, _f,
          newplace) = _wviews(FWb[s], IWb[s], lay)  # fmt: skip
         cards_phase = not mask[SKIP]
-        _values(place, values, info[0], cards, info[1], needb[s], code, newplace, zcat[zoff[s]:],
+        _values(place, values, info, cards, needb[s], code, newplace, zcat[zoff[s]:],
                 _WEIGHTS, P, thr, prof, nopp, W, exchanges, deny, cards_phase, res)  # fmt: skip
         if cards_phase:
             a = _choose_cards(res, info[0], info[1], dec_p, info[3] > 0, info[4] > 0, mask, vals,

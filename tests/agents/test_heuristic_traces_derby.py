@@ -143,9 +143,11 @@ if __name__ == "__main__":
 @pytest.mark.parametrize("name", HEURISTICS)
 def test_the_kernels_give_the_oracles_values_bit_for_bit(name):
     """The compiled race model (the product) and its numpy oracle (tests/agents/derby_oracle.py)
-    give every action the same value, to the last bit, on one recorded game per player count."""
+    give every action the same value, to the last bit, on one recorded game per player count.
+    Positions where a number value occurs twice (computed once by the kernels, twice by the
+    oracle) are among them."""
     trace = _load()["games"]
-    checked = 0
+    checked = shared = 0
     for n in (3, 4, 5):
         g = next(g for g in trace if g["players"] == n and g["mode"] == "heuristics")
         game = DerbyGame(num_players=n)
@@ -154,7 +156,10 @@ def test_the_kernels_give_the_oracles_values_bit_for_bit(name):
             a, b = compiled.action_values(obs, mask), reference.action_values(obs, mask)
             assert np.array_equal(a, b), (n, _step, a, b)
             checked += 1
+            info = compiled._work()[-1]  # the counts of the decision just made
+            shared += bool(info[5] < info[0])
     assert checked > 300
+    assert shared > 30
 
 
 @pytest.mark.parametrize("name", HEURISTICS)
