@@ -202,6 +202,18 @@ def test_act_batch_split_over_threads_matches_choose(monkeypatch):
     assert max(splits) == 3  # the threads ran
 
 
+def test_act_batch_in_small_chunks_matches_choose(monkeypatch):
+    """Chunks of at most 3 rows, and chunks cut short because the next row's phi arguments
+    would not fit the room left: the same choices as ``choose``."""
+    from agents.derby import _DerbyBase
+
+    monkeypatch.setattr(_DerbyBase, "_SLOTS", 3)
+    monkeypatch.setattr(_DerbyBase, "_CHUNK_Z", 200_000)  # about two heavy rows
+    g = make_game("derby", num_players=4)
+    decisions, _ = _act_batch_against_choose(g, 24, 9_000)
+    assert decisions > 24 * 20 * len(HEURISTICS)
+
+
 def test_act_batch_edge_parameters(tmp_path):
     """The same with a 3-card deck (the pile runs out: a blind draw with no card to value),
     15 tickets per colour and the shortest track."""
