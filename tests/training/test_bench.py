@@ -223,3 +223,26 @@ def test_the_training_profile_script_splits_a_derby_decision(capsys):
     ]  # fmt: skip
     assert all(shares[p] > 0 for p in parts)
     assert sum(shares[p] for p in parts) <= whole + 0.2  # nested in the decisions (rounding)
+
+
+def test_the_learners_ceiling_env_feeds_it_ordinary_numbers():
+    """The do-nothing env of the ceiling: observations within the game's bounds and not all
+    zero, every action legal, and a reward of +1 or -1 where its episodes end (all-zero data
+    would leave the network in subnormal arithmetic, slow on some CPUs)."""
+    import numpy as np
+
+    from derby_envs.registry import make_game
+    from training.tools.bench_vector import null_vec_env
+
+    game = make_game("demolition_derby", num_players=4)
+    low, high = game.observation_bounds()
+    env = null_vec_env(game, 3, episode=2)
+    obs = env.reset()
+    assert obs.shape == (3, game.observation_size) and np.count_nonzero(obs) > obs.size // 2
+    assert (obs >= low).all() and (obs <= high).all()
+    assert env.action_masks().all()
+    _, rewards, done, _ = env.step(np.zeros(3, np.int64))
+    assert not done.any() and not rewards.any()
+    _, rewards, done, infos = env.step(np.zeros(3, np.int64))
+    assert done.all() and set(np.abs(rewards)) == {1.0}
+    assert all("terminal_observation" in info for info in infos)

@@ -281,11 +281,15 @@ def vector_rows(
 
 
 def null_vec_env(game: Any, n_envs: int, episode: int = 20) -> Any:
-    """An SB3 VecEnv of the game's shapes that does nothing (zero observations and rewards,
-    every action legal, episodes of ``episode`` steps): what the learner alone can take."""
+    """An SB3 VecEnv of the game's shapes that does nothing (every action legal, episodes of
+    ``episode`` steps): what the learner alone can take. Its observations are fixed random
+    points within the game's bounds and each episode ends with a random reward of +1 or -1:
+    with all-zero inputs and rewards the network's gradients shrink into subnormal numbers,
+    which some CPUs compute many times slower (a "ceiling" below the game's own rate)."""
     from stable_baselines3.common.vec_env import VecEnv
 
     low, high = game.observation_bounds()
+    rng = np.random.default_rng(0)
 
     class NullVecEnv(VecEnv):
         render_mode = None
@@ -297,7 +301,10 @@ def null_vec_env(game: Any, n_envs: int, episode: int = 20) -> Any:
                 gymnasium.spaces.Discrete(game.num_actions),
             )
             self.t = 0
-            self.obs = np.zeros((n_envs, game.observation_size), np.float32)
+            size = (n_envs, game.observation_size)
+            lo = np.where(np.isfinite(low), low, -1.0)  # a game may leave a bound open
+            hi = np.where(np.isfinite(high), high, lo + 1.0)
+            self.obs = rng.uniform(lo, hi, size).astype(np.float32)
             self.masks = np.ones((n_envs, game.num_actions), bool)
 
         def reset(self):
@@ -310,7 +317,8 @@ def null_vec_env(game: Any, n_envs: int, episode: int = 20) -> Any:
             self.t += 1
             done = np.full(n_envs, self.t % episode == 0)
             infos = [{"terminal_observation": self.obs[0]} if d else {} for d in done]
-            return self.obs.copy(), np.zeros(n_envs, np.float32), done, infos
+            rewards = np.where(done, rng.choice([-1.0, 1.0], n_envs), 0.0).astype(np.float32)
+            return self.obs.copy(), rewards, done, infos
 
         def action_masks(self):
             return self.masks
