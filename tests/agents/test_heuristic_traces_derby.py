@@ -156,8 +156,9 @@ def test_the_kernels_give_the_oracles_values_bit_for_bit(name):
             a, b = compiled.action_values(obs, mask), reference.action_values(obs, mask)
             assert np.array_equal(a, b), (n, _step, a, b)
             checked += 1
-            info = compiled._work()[-1]  # the counts of the decision just made
-            shared += bool(info[5] < info[0])
+            if not mask[SKIP]:  # a card phase: the kernels ran (counts of this decision)
+                info = compiled._work()[-1]
+                shared += bool(info[5] < info[0])
     assert checked > 300
     assert shared > 30
 
