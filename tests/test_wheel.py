@@ -3,7 +3,14 @@
 An editable install hides packaging bugs (a module imported by accident, a data file left out
 of the wheel): these tests build the wheel from this checkout, install it into fresh venvs
 (the newest dependencies, and the lowest versions pyproject.toml admits) and there import the
-suite and play one game of every env through ``pettingzoo.make`` and ``gymnasium.make``.
+suite and play one game of every env through ``pettingzoo.make`` and ``gymnasium.make``, and
+the batched engine through ``gymnasium.make_vec``.
+
+A fresh venv compiles every numba kernel it runs, from a cold cache: Kentucky Derby's batched
+engine takes ~15 s, Derby's ~30 s, Demolition Derby's rules with ``dd_tactical``'s playouts
+~90 s (twice that on numba 0.59). The default run compiles Kentucky Derby's batched engine in
+both venvs (the newest numba is the one the rest of the suite compiles every kernel with); the
+slow tests (``make test-slow``) compile and run every kernel in both.
 """
 
 from __future__ import annotations
@@ -49,21 +56,20 @@ for name, info in GAMES.items():
         done = term or trunc
     print("played", name)
 print("pettingzoo", importlib.metadata.version("pettingzoo"), "registry" if use_registry else "modules")
-# the strongest Demolition Derby heuristic as an in-env opponent: its Python playouts when
-# numba (the train extra) is not installed
-import importlib.util
+# the strongest Demolition Derby heuristic as an in-env opponent takes its compiled playouts
+# (numba is a core dependency); PLAYOUTS: a game against it (compiling them, ~90 s)
 g = gymnasium.make(GAMES["demolition_derby"].gym_id, num_players=2, opponents="dd_tactical")
 fast = g.unwrapped.opponents[0].fast
-assert fast == (importlib.util.find_spec("numba") is not None), fast
-obs, info_ = g.reset(seed=2)
-done = False
-while not done:
-    obs, r, term, trunc, info_ = g.step(int(rng.choice(np.flatnonzero(info_["action_mask"]))))
-    done = term or trunc
-print("dd_tactical", "compiled" if fast else "python")
-# the batched engines (numba, a core dependency) through gymnasium.make_vec, against
-# Gymnasium's sync vector env of single views (BATCHED: the games whose kernels compile here;
-# a fresh venv compiles them, tens of seconds each)
+assert fast, "dd_tactical should take its compiled playouts"
+if PLAYOUTS:
+    obs, info_ = g.reset(seed=2)
+    done = False
+    while not done:
+        obs, r, term, trunc, info_ = g.step(int(rng.choice(np.flatnonzero(info_["action_mask"]))))
+        done = term or trunc
+    print("dd_tactical played")
+# the batched engines through gymnasium.make_vec, against Gymnasium's sync vector env of
+# single views (BATCHED: the games whose kernels compile here, tens of seconds each)
 for name, info in GAMES.items():
     if name not in BATCHED:
         continue
@@ -141,38 +147,52 @@ def test_wheel_contents(wheel):
 GAME_DATA = ("derby", "kentucky_derby", "demolition_derby")
 
 
-def _play_all(batched: tuple[str, ...]) -> str:
-    return f"BATCHED = {batched!r}\n" + PLAY_ALL
+def _play_all(batched: tuple[str, ...], playouts: bool = False) -> str:
+    return f"BATCHED = {batched!r}\nPLAYOUTS = {playouts!r}\n" + PLAY_ALL
 
 
-def test_wheel_imports_and_plays_every_env(wheel, tmp_path):
+#: the lowest versions pyproject.toml admits: pettingzoo 1.25 (no pettingzoo.make yet),
+#: gymnasium 1.1 (its AutoresetMode), numpy 1.26, numba 0.59 (the batched engines run on it)
+LOWEST = ("pettingzoo==1.25.0", "gymnasium==1.1.0", "numpy==1.26.4", "numba==0.59.1")
+
+
+def _check_newest(wheel: Path, tmp_path: Path, batched: tuple[str, ...], playouts: bool) -> None:
     py = _venv_with(wheel, tmp_path / "venv")
-    out = _run([str(py), "-c", _play_all(GAME_DATA)], cwd=tmp_path)
-    assert out.stdout.count("played") == 3 and "registry" in out.stdout, out.stdout
-    assert "dd_tactical compiled" in out.stdout, out.stdout  # numba is a core dependency
-    assert out.stdout.count("batched") == 3, out.stdout
+    out = _run([str(py), "-c", _play_all(batched, playouts)], cwd=tmp_path)
+    assert out.stdout.count("played") == 3 + playouts and "registry" in out.stdout, out.stdout
+    assert out.stdout.count("batched") == len(batched), out.stdout
     # the console script a pip user runs first works without the training extra
     cli = _run([str(tmp_path / "venv" / "bin" / "derby-envs"), "list"], cwd=tmp_path)
     assert "Kentucky Derby" in cli.stdout
 
 
-def test_wheel_on_the_lowest_declared_dependencies(wheel, tmp_path):
-    """pyproject.toml's floors are real: pettingzoo 1.25 (no pettingzoo.make yet), gymnasium
-    1.1 (its AutoresetMode), numpy 1.26, numba 0.59 (the batched engines run on it)."""
-    py = _venv_with(
-        wheel,
-        tmp_path / "venv",
-        "pettingzoo==1.25.0",
-        "gymnasium==1.1.0",
-        "numpy==1.26.4",
-        "numba==0.59.1",
-    )
-    # the batched engine of one game (its kernels compiled by numba 0.59); the wheel's own venv
-    # above compiles and plays all three on the newest numba
+def _check_lowest(wheel: Path, tmp_path: Path, batched: tuple[str, ...], playouts: bool) -> None:
+    py = _venv_with(wheel, tmp_path / "venv", *LOWEST)
     out = _run(
-        [str(py), "-c", _play_all(("kentucky_derby",))],
+        [str(py), "-c", _play_all(batched, playouts)],
         cwd=tmp_path,
         env={**os.environ, "PYTHONWARNINGS": ""},
     )
-    assert out.stdout.count("played") == 3 and "pettingzoo 1.25.0 modules" in out.stdout, out.stdout
-    assert out.stdout.count("batched") == 1, out.stdout
+    assert out.stdout.count("played") == 3 + playouts, out.stdout
+    assert "pettingzoo 1.25.0 modules" in out.stdout, out.stdout
+    assert out.stdout.count("batched") == len(batched), out.stdout
+
+
+def test_wheel_imports_and_plays_every_env(wheel, tmp_path):
+    """The newest dependencies: every env, the console script, one batched engine."""
+    _check_newest(wheel, tmp_path, ("kentucky_derby",), playouts=False)
+
+
+def test_wheel_on_the_lowest_declared_dependencies(wheel, tmp_path):
+    """pyproject.toml's floors are real (``LOWEST``): every env, one batched engine compiled by
+    numba 0.59."""
+    _check_lowest(wheel, tmp_path, ("kentucky_derby",), playouts=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("deps", ["newest", "lowest"])
+def test_wheel_compiles_and_runs_every_kernel(wheel, tmp_path, deps):
+    """Every game's batched engine and ``dd_tactical``'s compiled playouts, compiled from the
+    installed wheel on the newest numba and on numba 0.59."""
+    check = _check_newest if deps == "newest" else _check_lowest
+    check(wheel, tmp_path, GAME_DATA, playouts=True)
