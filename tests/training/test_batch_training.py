@@ -59,8 +59,9 @@ def test_batch_training_with_a_pool_and_self_play_then_resume(game, tmp_path):
 def test_batch_config_checks(tmp_path):
     with pytest.raises(ConfigError, match="vec_env: batch"):
         config_from_dict({**batch_config("derby", tmp_path, vec_env="dummy"), "n_envs": 300})
-    with pytest.raises(ConfigError, match="'hint'"):
-        config_from_dict(batch_config("derby", tmp_path, hint="derby_exchange"))
+    with pytest.raises(ConfigError, match="'hint': 'ismcts' decides from the game state"):
+        config_from_dict(batch_config("derby", tmp_path, hint="ismcts"))
+    assert config_from_dict(batch_config("derby", tmp_path, hint="derby_exchange")).hint
     assert config_from_dict(batch_config("derby", tmp_path, n_envs=4096)).n_envs == 4096
     assert resolve_device("cpu") == "cpu"
     import torch
@@ -153,4 +154,56 @@ def test_batch_training_with_observation_features(tmp_path):
     policy = PPOPolicy.load(run / "final.zip", game)
     assert policy.meta["observation_features"] == "derived"
     assert policy.observation_size == n + feats.size
+    assert_act_batch_decides_as_act(policy, game)
+
+
+@pytest.mark.parametrize("hint_features", ["values", "action"])
+def test_batch_training_with_a_hint(hint_features, tmp_path):
+    """``hint`` on the batched engine (the residual recipe of configs/derby_4p_features.yaml):
+    every game's observation is the game's, the feature set's, then the hint agent's part
+    exactly as the trained policy rebuilds it at play time (``PPOPolicy.network_input``), the
+    terminal observations' hint part is zero, and the loaded policy decides in batches as it
+    does game by game."""
+    from agents.features import ObservationFeatures
+    from agents.registry import make_policy
+    from training.train.envs import make_vec_env
+
+    run = tmp_path / "run"
+    raw = batch_config(
+        "derby",
+        run,
+        total_timesteps=1024,
+        observation_features="derived",
+        hint="derby_exchange",
+        hint_features=hint_features,
+        game_params={"num_players": 4},
+    )
+    raw["opponents"] = {"pool": [{"agent": "derby_exchange"}]}
+    if hint_features == "values":
+        raw["ppo"]["residual_scale"] = 20.0
+    config = config_from_dict(raw)
+    assert train(config, progress=False)["steps"] >= 1024
+    game = make_game("derby", num_players=4)
+    policy = PPOPolicy.load(run / "final.zip", game)
+    hint = make_policy("derby_exchange", game)
+    n, f = game.observation_size, ObservationFeatures(game, "derived").size
+    env = make_vec_env(config, [], run)
+    assert env.observation_space.shape == (n + f + game.num_actions,)
+    obs = env.reset()
+    rng = np.random.default_rng(0)  # derby_exchange draws nothing
+    checked = ended = 0
+    for _ in range(60):
+        masks = env.env_method("action_masks")
+        for i in range(0, len(obs), 5):
+            want = policy.network_input(obs[i, :n], masks[i], rng)
+            assert np.array_equal(obs[i], want), i
+            if hint_features == "action":
+                assert obs[i, n + f + hint.act(obs[i, :n], masks[i], rng)] == 1.0
+            checked += 1
+        obs, _, dones, infos = env.step(np.array([np.flatnonzero(m)[-1] for m in masks]))
+        for i in np.flatnonzero(dones):
+            last = infos[i]["terminal_observation"]
+            assert last.shape == obs[i].shape and not last[n + f :].any()
+            ended += 1
+    assert checked > 300 and ended > 0
     assert_act_batch_decides_as_act(policy, game)

@@ -69,6 +69,11 @@ MEASUREMENTS: dict[str, Measurement] = {
             )
         ),
     ),
+    "derby_residual_configs": Measurement(
+        "bench", "Training as configured: Derby's residual recipe on single-game envs beside its batched one",
+        "derby-envs bench --config-only --repeats 3 --config configs/derby_4p_features.yaml "
+        "configs/derby_4p_features_batch.yaml",
+    ),
     # each game's strongest heuristic against random seats, its other heuristic and ISMCTS
     # (default budget) against a field of the strongest
     "kd_value_vs_random": Measurement(

@@ -538,19 +538,22 @@ def check_learner_seat(cfg: TrainConfig, game: Any, names: list[str]) -> None:
 
 
 def check_vec_env(cfg: TrainConfig, game: Any, names: list[str]) -> None:
-    """More than ``MAX_PROCESS_ENVS`` envs only on the batched engine; the batched env builds
-    no per-env hint wrapper (a hint agent reads one state each); observation features, computed
-    from the observations alone, are appended to the whole batch."""
+    """More than ``MAX_PROCESS_ENVS`` envs only on the batched engine; there the hint agent
+    (``training.train.vec_features.VecHint``) decides from each game's observation, so an
+    agent that needs the engine state cannot be the hint."""
     if cfg.vec_env != "batch" and cfg.n_envs > MAX_PROCESS_ENVS:
         raise ConfigError(
             f"config key 'n_envs': got {cfg.n_envs}; more than {MAX_PROCESS_ENVS} envs need "
             "vec_env: batch"
         )
-    if cfg.vec_env == "batch":
-        if cfg.hint is not None:
+    if cfg.vec_env == "batch" and cfg.hint is not None and cfg.hint in names:
+        from agents.registry import make_policy
+
+        if getattr(make_policy(cfg.hint, game), "needs_state", False):
             raise ConfigError(
-                "config key 'hint': not available with vec_env: batch (the hint agent decides "
-                "game by game); use vec_env: dummy or subproc, or null"
+                f"config key 'hint': {cfg.hint!r} decides from the game state, which the "
+                "batched engine builds for no hint; use vec_env: dummy or subproc, or a hint "
+                "agent that decides from the observation"
             )
 
 

@@ -201,8 +201,10 @@ class BatchPool:
 
 def make_batch_vec_env(config: TrainConfig, snapshots: list[dict], root: Path) -> Any:
     """``vec_env: batch``: ``n_envs`` games on the game's batched engine as one SB3 VecEnv
-    (``derby_envs.core.sb3.DerbyVecEnv``) with the opponent pool in batches, under
-    ``VecMonitor`` (episode statistics, as ``Monitor`` gives the other vec envs)."""
+    (``derby_envs.core.sb3.DerbyVecEnv``) with the opponent pool in batches, the observation
+    features and the hint part appended as the single-game wrappers append them
+    (``training.train.vec_features``), under ``VecMonitor`` (episode statistics, as ``Monitor``
+    gives the other vec envs)."""
     from stable_baselines3.common.vec_env import VecMonitor
 
     from derby_envs.core.sb3 import DerbyVecEnv
@@ -224,6 +226,12 @@ def make_batch_vec_env(config: TrainConfig, snapshots: list[dict], root: Path) -
         from training.train.vec_features import VecFeatures
 
         env = VecFeatures(env, ObservationFeatures(game, config.observation_features))
+    if config.hint is not None:  # last: the residual policy reads the hint part at the end
+        from agents.registry import make_policy
+        from training.train.vec_features import VecHint
+
+        hint = make_policy(config.hint, game)
+        env = VecHint(env, hint, config.hint_features, game.observation_size, config.seed)
     return VecMonitor(env)
 
 
