@@ -551,9 +551,9 @@ def check_vec_env(cfg: TrainConfig, game: Any, names: list[str]) -> None:
 
         if getattr(make_policy(cfg.hint, game), "needs_state", False):
             raise ConfigError(
-                f"config key 'hint': {cfg.hint!r} decides from the game state, which the "
-                "batched engine builds for no hint; use vec_env: dummy or subproc, or a hint "
-                "agent that decides from the observation"
+                f"config key 'hint': {cfg.hint!r} decides from the game state, and with "
+                "vec_env: batch the hint agent sees each game's observation only; use vec_env: "
+                "dummy or subproc, or a hint agent that decides from the observation"
             )
 
 
