@@ -44,6 +44,17 @@ class PoolWrapper(gymnasium.Wrapper):
         return dict(self.pool.draws)
 
 
+def with_hint_space(space: Any, num_actions: int, features: str) -> gymnasium.spaces.Box:
+    """``space`` followed by a hint part of ``num_actions`` entries: value features in
+    [-1, 0] (``features="values"``) or a one-hot in [0, 1]."""
+    lo, hi = (-1.0, 0.0) if features == "values" else (0.0, 1.0)
+    return gymnasium.spaces.Box(
+        low=np.concatenate([space.low, np.full(num_actions, lo, np.float32)]),
+        high=np.concatenate([space.high, np.full(num_actions, hi, np.float32)]),
+        dtype=np.float32,
+    )
+
+
 class HintWrapper(gymnasium.ObservationWrapper):
     """Appends the hint agent's view of the learner's decision to its observation.
 
@@ -59,13 +70,7 @@ class HintWrapper(gymnasium.ObservationWrapper):
         self.hint = hint
         self.features = features
         self.num_actions = int(env.action_space.n)
-        low, high = env.observation_space.low, env.observation_space.high
-        lo, hi = (-1.0, 0.0) if features == "values" else (0.0, 1.0)
-        self.observation_space = gymnasium.spaces.Box(
-            low=np.concatenate([low, np.full(self.num_actions, lo, np.float32)]),
-            high=np.concatenate([high, np.full(self.num_actions, hi, np.float32)]),
-            dtype=np.float32,
-        )
+        self.observation_space = with_hint_space(env.observation_space, self.num_actions, features)
 
     def observation(self, observation: np.ndarray) -> np.ndarray:
         from agents.ppo import with_hint, with_values

@@ -59,14 +59,10 @@ class VecHint(VecEnvWrapper):
     game and step, in Python: a fraction of a millisecond each for the Derby heuristics."""
 
     def __init__(self, venv: VecEnv, hint: Any, features: str, width: int, seed: int) -> None:
+        from training.train.envs import with_hint_space
+
         self.num_actions = int(venv.action_space.n)
-        lo, hi = (-1.0, 0.0) if features == "values" else (0.0, 1.0)
-        low, high = venv.observation_space.low, venv.observation_space.high
-        space = gymnasium.spaces.Box(
-            low=np.concatenate([low, np.full(self.num_actions, lo, np.float32)]),
-            high=np.concatenate([high, np.full(self.num_actions, hi, np.float32)]),
-            dtype=np.float32,
-        )
+        space = with_hint_space(venv.observation_space, self.num_actions, features)
         super().__init__(venv, observation_space=space)
         self.hint, self.features, self.width = hint, features, width
         self.scale = float(getattr(hint, "value_scale", 1.0))
