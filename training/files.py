@@ -61,6 +61,36 @@ def terminate_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """While inside: Ctrl-C (SIGINT) and SIGTERM wait. Each one that arrives is noted, and on
+    leaving it is raised again for the handler that was in place (a trainer's
+    checkpoint-on-interrupt then runs after the write, not in the middle of it). For writes
+    through libraries that call back into Python: torch's checkpoint writer turns an exception
+    raised in its write callback into an unrelated ``RuntimeError`` (the interrupt is lost, the
+    program ends with a traceback). Only in the main thread (where Python runs handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        pending.append(signum)
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
+            previous[sig] = signal.signal(sig, note)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(pending):
+            signal.raise_signal(sig)
+
+
 def write_atomic(path: str | Path, write: Callable[[IO[Any]], None], binary: bool = False) -> Path:
     """Call ``write`` on a synced temporary file (a unique name) in the same directory as
     ``path``, then rename it to ``path`` (the parent directory is created if needed). On any

@@ -398,6 +398,31 @@ def test_write_atomic_cleans_up_on_error_interrupt_and_sigterm(tmp_path):
             signal.signal(signal.SIGTERM, earlier)
 
 
+def test_signals_deferred_delivers_each_signal_once_after_the_block():
+    from training.files import signals_deferred
+
+    seen: list[int] = []
+
+    def record(signum, frame):
+        seen.append(signum)
+
+    earlier = {s: signal.signal(s, record) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)  # twice: delivered once
+            time.sleep(0.05)
+            assert seen == []  # held back inside the block
+            assert signal.getsignal(signal.SIGTERM) is not record
+        assert sorted(seen) == sorted([signal.SIGINT, signal.SIGTERM])
+        assert signal.getsignal(signal.SIGTERM) is record  # the handlers from before
+        assert signal.getsignal(signal.SIGINT) is record
+    finally:
+        for s, h in earlier.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
 def test_concurrent_gif_writers_each_leave_a_complete_file(replay_file, tmp_path):
     from PIL import Image
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sb3_contrib import MaskablePPO
 
 from tests.training.test_training_smoke import tiny
 from training.cli import main
@@ -149,6 +150,47 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_intact_one(tmp_path, caps
     assert (run / "checkpoints" / "step_000000000768.zip.corrupt").is_file()  # kept, not lost
     assert [s for s, _ in checkpoints(run)][-1] == 1024
     assert_complete(run, FULL_POOL)
+
+
+# Runs training in a subprocess that sends itself ``signum`` in the middle of its first
+# checkpoint's write (torch's writer calling back into zipfile), then reports the exit status.
+SIGNAL_IN_SAVE_SCRIPT = r"""
+import json, os, sys, zipfile
+raw, signum = json.loads(sys.argv[1]), int(sys.argv[2])
+real_write, writes = zipfile._ZipWriteFile.write, [0]
+
+def write(self, data):
+    writes[0] += 1
+    if writes[0] == 3:  # torch.save's records, not the first: inside its C++ writer
+        os.kill(os.getpid(), signum)
+    return real_write(self, data)
+
+zipfile._ZipWriteFile.write = write
+with open(sys.argv[3], "w") as f:
+    json.dump(raw, f)  # JSON is YAML
+from training.cli import main
+raise SystemExit(main(["train", "--config", sys.argv[3], "--no-progress"]))
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_a_checkpoint_write_still_saves_and_exits_cleanly(tmp_path, signum):
+    """Without deferral torch's writer turned the KeyboardInterrupt into a RuntimeError: a
+    traceback, exit status 1 and no interrupt checkpoint."""
+    run = tmp_path / "run"
+    raw = tiny("kentucky_derby", run, total_timesteps=10**7, **{"checkpoint.every": 256})
+    proc = subprocess.run(
+        [sys.executable, "-c", SIGNAL_IN_SAVE_SCRIPT, json.dumps(raw), str(int(signum)),
+         str(tmp_path / "c.json")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 130, out[-3000:]
+    assert "Traceback" not in out
+    assert "interrupted: saved" in out and "derby-envs train: interrupted" in out
+    assert [s for s, _ in checkpoints(run)] == [256]
+    assert temp_files(run) == []
+    MaskablePPO.load(checkpoints(run)[0][1])  # complete and loadable
 
 
 def test_a_second_trainer_on_a_live_run_is_refused(tmp_path, capsys):

@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from training.files import fsync_file
+from training.files import fsync_file, signals_deferred
 from training.train.config import TrainConfig
 
 CHECKPOINT_RE = re.compile(r"^step_(\d+)\.zip$")
@@ -173,18 +173,21 @@ def restore_checkpoint(model: Any, path: Path, optimizer: bool = True) -> None:
 
 
 def save_model_atomic(model: Any, path: Path) -> None:
+    """``model.save`` to ``path`` through a temporary file: ``path`` is the old file or the new
+    one, never a torn one; Ctrl-C or SIGTERM during the write takes effect once it is done."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # a unique temporary name, as training.files.write_atomic's (sb3 writes the file itself)
     fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.zip", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:
-        model.save(tmp)
-        fsync_file(tmp)  # the rename must not reach the disk before the data
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a normal file is wanted
-        os.replace(tmp, path)
+        with signals_deferred():  # Ctrl-C / SIGTERM inside torch's writer would be lost
+            model.save(tmp)
+            fsync_file(tmp)  # the rename must not reach the disk before the data
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a normal file is wanted
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -43,7 +43,7 @@ import numpy as np
 import yaml
 
 from derby_envs.core.datafile import read_json, read_yaml
-from training.files import RunDirLock, write_json_atomic, write_text_atomic
+from training.files import RunDirLock, signals_deferred, write_json_atomic, write_text_atomic
 from training.train.config import CONFIG_MAX_BYTES, ConfigError, flatten_config, train_source
 from training.train.envs import build_pool  # shared with the MaskablePPO trainer
 from training.train.rllib_config import (
@@ -526,8 +526,9 @@ class RLlibTrainer:
         name = f"iter_{algo.iteration:06d}_step_{steps:012d}"
         tmp = folder / f".tmp_{name}"
         shutil.rmtree(tmp, ignore_errors=True)
-        algo.save_to_path(tmp.resolve())
-        os.replace(tmp, folder / name)  # complete or absent: never torn
+        with signals_deferred():  # an interrupt inside Ray's writer: delivered after it
+            algo.save_to_path(tmp.resolve())
+            os.replace(tmp, folder / name)  # complete or absent: never torn
         for _, _, old in checkpoints(self.run_dir)[: -self.cfg.checkpoint.keep]:
             shutil.rmtree(old, ignore_errors=True)
         return folder / name
