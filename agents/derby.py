@@ -312,12 +312,70 @@ class _DerbyBase:
 
     def _decide_slot(self, FWb, IWb, lay, s: int, mask: np.ndarray) -> int:
         """``act``'s choice from the values a chunk's slot ``s`` holds (a card phase)."""
+        options = self._slot_options(FWb, IWb, lay, s, mask)
+        return max(options, key=options.get)
+
+    def _slot_options(self, FWb, IWb, lay, s: int, mask: np.ndarray) -> dict[int, float]:
+        """``_card_choice`` of the (number value x movement card) scores a chunk's slot ``s``
+        holds (a card phase)."""
         info = IWb[s, lay[9 + 3] : lay[9 + 3] + 8]
         nv, nc = int(info[0]), int(info[1])
         ev = FWb[s, lay[8] : lay[8] + nv * nc].reshape(nv, nc)
         dec_p = FWb[s, lay[4] : lay[4] + int(info[2])]
-        options = self._card_choice(ev, dec_p, bool(info[3]), bool(info[4]), mask)
-        return max(options, key=options.get)
+        return self._card_choice(ev, dec_p, bool(info[3]), bool(info[4]), mask)
+
+    def values_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """``action_values`` of every row (an observation and its action mask; each row has a
+        legal action), bit for bit, as a (rows, actions) float64 array: ``act_batch``'s kernels
+        over chunks of rows, split over threads, then each row's option values. A card phase
+        in which declining is an option takes them from the Python ``_card_choice`` (its dot
+        products round as numpy's); the others stay compiled."""
+        obs = np.ascontiguousarray(observations, np.float32)
+        masks = np.ascontiguousarray(action_masks, np.int8)
+        if obs.ndim != 2 or masks.shape != (len(obs), self.game.num_actions):
+            raise ValueError(
+                f"values_batch takes (rows, {self.game.observation_size}) observations and "
+                f"(rows, {self.game.num_actions}) masks, got {obs.shape} and {masks.shape}"
+            )
+        if len(obs) and not masks.any(axis=1).all():
+            raise ValueError(
+                f"rows {np.flatnonzero(~masks.any(axis=1)).tolist()} have no legal action"
+            )
+        values = np.empty((len(obs), self.game.num_actions))
+        rows = np.arange(len(obs))
+        parts = threads.ranges(len(rows), min_rows=_ROWS_PER_THREAD)
+        threads.run(
+            [functools.partial(self._values_rows, rows[s], obs, masks, values) for s in parts]
+        )
+        return values
+
+    def _values_rows(self, rows: np.ndarray, obs: np.ndarray, masks: np.ndarray, values):
+        """``values_batch``'s values for ``rows`` (this thread's work arrays)."""
+        (CF, CI, FWb, IWb, needb, lay, tcat, vcat, zcat, zcap, toff, zoff, _, buf,
+         _, _, status, slot_of, declines) = self._batch_work(len(obs))  # fmt: skip
+        deny_on = bool(self.deny) and self.n > 1
+        nopp = self.n - 1 if deny_on else 0
+        decided = np.empty(len(obs), np.int64)  # _kb_prepare's choices (not needed here)
+        start = 0
+        with np.errstate(over="ignore"):  # exp of a huge argument: inf, where phi is 0
+            while start < len(rows):
+                end, used, nT, nz = _kb_prepare(
+                    rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, self.Ld, self.D,
+                    self.exchanges, deny_on, tcat, zcap, status, slot_of, toff, zoff, decided,
+                )  # fmt: skip
+                if used:
+                    np.exp(tcat[:nT], out=tcat[:nT])  # numpy's exp, as _options
+                    nz = _kb_z(FWb, IWb, needb, lay, self.L, used, tcat, vcat, toff, zcat, zoff)
+                    np.exp(zcat[:nz], out=zcat[:nz])
+                m = _kb_values(
+                    rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
+                    nopp, self.exchanges, self.deny, buf, values, declines,
+                )  # fmt: skip
+                for k in declines[:m]:
+                    i = rows[k]
+                    for a, v in self._slot_options(FWb, IWb, lay, slot_of[k], masks[i]).items():
+                        values[i, a] = v
+                start = end
 
     def _batch_work(self, B: int) -> tuple:
         """This thread's chunk work arrays for this policy's layout (``_work``'s packing
@@ -1324,6 +1382,54 @@ def _kb_choose(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, z
         if a < 0:
             unsure[m] = k
             m += 1
+    return m
+
+
+@_njit
+def _kb_values(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
+               nopp, exchanges, deny, work, values, declines):  # fmt: skip
+    """``action_values`` (the Python reference) for the chunk's rows into ``values[rows[k]]``:
+    the rows ``_kb_prepare`` decided (one legal action: 0; a projection's skip: 0.05), the
+    exchange phases (skip 0.05 and each legal exchange's gain) and the card phases without a
+    decline (``_choose_cards``' option values); a card phase with a decline's outcomes is
+    left at -inf and listed in ``declines`` (returns how many) for the Python
+    ``_card_choice``, whose dot products round as numpy's."""
+    m = 0
+    for k in range(start, end):
+        i = rows[k]
+        mask = masks[i]
+        vals = values[i]
+        vals[:] = -np.inf
+        if status[k] != _PREPARED:
+            legal = 0
+            only = -1
+            for a in range(len(mask)):
+                if mask[a]:
+                    legal += 1
+                    only = a
+            if legal == 1:
+                vals[only] = 0.0
+            else:
+                vals[SKIP] = 0.05
+            continue
+        s = slot_of[k]
+        (_hv, prof, W, vbuf, dec_p, _t, _v, P, res, place, thr, cards, info, _ti, code, _f,
+         newplace) = _wviews(FWb[s], IWb[s], lay)  # fmt: skip
+        cards_phase = not mask[SKIP]
+        _values(place, vbuf, info, cards, needb[s], code, newplace, zcat[zoff[s]:],
+                _WEIGHTS, P, thr, prof, nopp, W, exchanges, deny, cards_phase, res)  # fmt: skip
+        if not cards_phase:
+            vals[SKIP] = 0.05
+            for c in range(H):
+                if mask[EXCHANGE0 + 2 * c]:
+                    vals[EXCHANGE0 + 2 * c] = res[c]
+                    vals[EXCHANGE0 + 2 * c + 1] = res[H + c]
+        elif info[0] > 1:  # a decline's outcomes: dot products
+            declines[m] = k
+            m += 1
+        else:
+            _choose_cards(res, info[0], info[1], dec_p, info[3] > 0, info[4] > 0, mask, vals,
+                          work)  # fmt: skip
     return m
 
 

@@ -404,13 +404,19 @@ def value_features(values: np.ndarray, action_mask: np.ndarray, scale: float) ->
     clipped, so -1 marks an action ``scale`` or more below the best, or an illegal one. Only
     the agent's own choice (the first best action, as its ``act`` picks) is 0: the others are
     at most -0.01, so that a tie the agent breaks one way stays visible."""
-    legal = np.asarray(action_mask, dtype=bool)
+    return value_features_batch(np.asarray(values)[None], np.asarray(action_mask)[None], scale)[0]
+
+
+def value_features_batch(values: np.ndarray, action_masks: np.ndarray, scale: float) -> np.ndarray:
+    """:func:`value_features` of every row of ``values`` (rows, actions) with its mask."""
+    legal = np.asarray(action_masks, dtype=bool)
     v = np.where(legal, np.asarray(values, np.float64), -np.inf)
-    if not legal.any():
-        return np.full(len(v), -1.0, np.float32)
-    choice = int(np.argmax(v))
-    f = np.minimum(np.clip((v - v[choice]) / scale, -1.0, 0.0), -0.01)
-    f[choice] = 0.0
+    rows = np.arange(len(v))
+    choice = np.argmax(v, axis=1)
+    with np.errstate(invalid="ignore"):  # a row without a legal action: -inf - -inf
+        f = np.minimum(np.clip((v - v[rows, choice][:, None]) / scale, -1.0, 0.0), -0.01)
+    f[rows, choice] = 0.0
+    f[~legal.any(axis=1)] = -1.0
     return f.astype(np.float32)
 
 

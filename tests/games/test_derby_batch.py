@@ -214,6 +214,66 @@ def test_act_batch_in_small_chunks_matches_choose(monkeypatch):
     assert decisions > 24 * 20 * len(HEURISTICS)
 
 
+@pytest.mark.parametrize("n", PLAYER_COUNTS)
+def test_values_batch_equals_action_values(n, monkeypatch):
+    """``values_batch`` (what the batched trainer's hint part reads) gives every row's
+    ``action_values`` bit for bit, -inf included, in every position of games played at random:
+    card phases with and without a decline and exchange phases, in chunks of at most 5 rows
+    split over three threads."""
+    from agents.derby import _DerbyBase
+    from agents.registry import make_policy
+    from derby_envs.core import threads
+    from derby_envs.games.derby.constants import DECLINE, SKIP
+
+    monkeypatch.setattr(_DerbyBase, "_SLOTS", 5)
+    monkeypatch.setattr(threads, "THREADS", 3)
+    g = make_game("derby", num_players=n)
+    B = 12
+    eng = DerbyBatch(g, B)
+    eng.reset(np.arange(B, dtype=np.uint64) + 300 * n, np.ones(B, np.bool_))
+    policies = [make_policy(name, g) for name in HEURISTICS]
+    policies.append(make_policy("derby_exchange", g, deny=0.0))
+    obs = np.zeros((B, g.observation_size), np.float32)
+    masks = np.zeros((B, g.num_actions), np.int8)
+    rng = np.random.default_rng(n)
+    kinds = {"decline": 0, "cards": 0, "exchange": 0}
+    while not eng.terminal.all():
+        players = np.where(eng.terminal, -1, eng.player)
+        eng.observe(players, obs)
+        eng.legal_masks(players, masks)
+        rows = np.flatnonzero(players >= 0)
+        for pol in policies:
+            got = pol.values_batch(obs[rows], masks[rows])
+            for k, i in enumerate(rows):
+                assert np.array_equal(got[k], pol.action_values(obs[i], masks[i])), (pol, i)
+        for i in rows:
+            m = masks[i]
+            kind = "exchange" if m[SKIP] else "decline" if m[DECLINE] else "cards"
+            kinds[kind] += 1
+        actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        eng.apply(players, actions)
+    assert min(kinds.values()) > 10, kinds
+
+
+def test_values_batch_refuses_bad_rows():
+    from agents.registry import make_policy
+
+    g = make_game("derby", num_players=4)
+    pol = make_policy("derby_exchange", g)
+    state = g.new_initial_state(0)
+    obs = state.observation(0)[None]
+    mask = state.legal_mask(0)[None]
+    assert pol.values_batch(obs[:0], mask[:0]).shape == (0, g.num_actions)
+    one = np.zeros_like(mask)
+    one[0, np.flatnonzero(mask[0])[-1]] = 1  # a single legal action: worth 0, as action_values
+    assert np.array_equal(pol.values_batch(obs, one)[0], pol.action_values(obs[0], one[0]))
+    assert pol.values_batch(obs, one)[0].max() == 0.0
+    with pytest.raises(ValueError, match="masks"):
+        pol.values_batch(obs, mask[:, :-1])
+    with pytest.raises(ValueError, match=r"rows \[1\] have no legal action"):
+        pol.values_batch(np.repeat(obs, 2, 0), np.stack([mask[0], 0 * mask[0]]))
+
+
 def test_act_batch_edge_parameters(tmp_path):
     """The same with a 3-card deck (the pile runs out: a blind draw with no card to value),
     15 tickets per colour and the shortest track."""

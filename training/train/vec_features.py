@@ -55,8 +55,10 @@ class VecHint(VecEnvWrapper):
     observation (the first ``width`` entries; observation features, appended before this
     wrapper, come after it) and the row's action mask, so it must decide from observations
     (``needs_state`` agents cannot: the config check refuses them). Terminal observations get
-    a zero hint part, as ``HintWrapper`` gives at the end of a game. One hint decision per
-    game and step, in Python: a fraction of a millisecond each for the Derby heuristics."""
+    a zero hint part, as ``HintWrapper`` gives at the end of a game. Value features of an
+    agent with ``values_batch`` (the Derby heuristics) come from one call for all the games
+    (their compiled race model over the rows, split over threads); otherwise one hint decision
+    per game and step, in Python."""
 
     def __init__(self, venv: VecEnv, hint: Any, features: str, width: int, seed: int) -> None:
         from training.train.envs import with_hint_space
@@ -69,12 +71,16 @@ class VecHint(VecEnvWrapper):
         self.rng = np.random.default_rng(seed)
 
     def _with_hint(self, obs: np.ndarray) -> np.ndarray:
-        from agents.ppo import value_features
+        from agents.ppo import value_features, value_features_batch
 
         masks = self.venv.action_masks()
         out = np.zeros((len(obs), obs.shape[1] + self.num_actions), np.float32)
         out[:, : obs.shape[1]] = obs
         part = out[:, obs.shape[1] :]
+        if self.features == "values" and hasattr(self.hint, "values_batch"):
+            values = self.hint.values_batch(out[:, : self.width], masks)
+            part[:] = value_features_batch(values, masks, self.scale)
+            return out
         for i in range(len(obs)):
             observation, mask = out[i, : self.width], masks[i]
             if self.features == "values":
