@@ -4,7 +4,8 @@
 The batched counterparts of :class:`training.train.envs.FeaturesWrapper` and
 :class:`~training.train.envs.HintWrapper`: a feature set of :mod:`agents.features` computes
 rows in, rows out, so one call covers the ``(N, obs_dim)`` observations of a step; the hint
-agent decides row by row from each game's observation. Their own module because they subclass
+agent's values come from its ``values_batch`` where it has one (the Derby heuristics), else it
+decides row by row from each game's observation. Their own module because they subclass
 SB3's ``VecEnvWrapper``: the RLlib trainer imports :mod:`training.train.envs` without SB3.
 """
 
