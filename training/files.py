@@ -98,9 +98,13 @@ def write_atomic(path: str | Path, write: Callable[[IO[Any]], None], binary: boo
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with terminate_raises():
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = None
         try:
-            with os.fdopen(fd, "wb" if binary else "w") as f:
+            # a signal raised inside mkstemp, after it made the file, would orphan it
+            with signals_deferred():
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+                f = os.fdopen(fd, "wb" if binary else "w")
+            with f:
                 write(f)
                 f.flush()
                 os.fsync(f.fileno())
@@ -109,7 +113,8 @@ def write_atomic(path: str | Path, write: Callable[[IO[Any]], None], binary: boo
             os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a normal file is wanted
             os.replace(tmp, path)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             raise
     return path
 

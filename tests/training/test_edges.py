@@ -398,6 +398,41 @@ def test_write_atomic_cleans_up_on_error_interrupt_and_sigterm(tmp_path):
             signal.signal(signal.SIGTERM, earlier)
 
 
+@pytest.mark.parametrize(
+    ("signum", "kind"),
+    [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, SystemExit)],
+    ids=["SIGINT", "SIGTERM"],
+)
+def test_a_signal_inside_mkstemp_leaves_no_temp_file(tmp_path, monkeypatch, signum, kind):
+    """The signal arrives just after mkstemp made the temporary file, before it returns its
+    name (where a test that signals as soon as a temp file appears lands): the write stops as
+    asked and the file does not stay behind."""
+    from training.files import write_atomic
+
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    real_open = os.open
+
+    def open_then_signal(file, flags, mode=0o777, *args, **kwargs):
+        fd = real_open(file, flags, mode, *args, **kwargs)
+        if str(file).endswith(".tmp"):
+            os.kill(os.getpid(), signum)  # its handler runs at the next bytecode: in mkstemp
+        return fd
+
+    earlier = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, signal.SIG_DFL),
+                                                   (signal.SIGINT, signal.default_int_handler))}  # fmt: skip
+    monkeypatch.setattr(os, "open", open_then_signal)
+    try:
+        with pytest.raises(kind):
+            write_atomic(target, lambda f: f.write(b"new"), binary=True)
+    finally:
+        monkeypatch.undo()
+        for s, h in earlier.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin"]
+    assert target.read_bytes() == b"old"
+
+
 def test_signals_deferred_delivers_each_signal_once_after_the_block():
     from training.files import signals_deferred
 

@@ -176,12 +176,14 @@ def save_model_atomic(model: Any, path: Path) -> None:
     """``model.save`` to ``path`` through a temporary file: ``path`` is the old file or the new
     one, never a torn one; Ctrl-C or SIGTERM during the write takes effect once it is done."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    # a unique temporary name, as training.files.write_atomic's (sb3 writes the file itself)
-    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.zip", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
+    tmp = None
     try:
-        with signals_deferred():  # Ctrl-C / SIGTERM inside torch's writer would be lost
+        # Ctrl-C / SIGTERM inside torch's writer would be lost, inside mkstemp orphan its file
+        with signals_deferred():
+            # a unique temporary name, as training.files.write_atomic's (sb3 writes the file)
+            fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.zip", dir=path.parent)
+            os.close(fd)
+            tmp = Path(name)
             model.save(tmp)
             fsync_file(tmp)  # the rename must not reach the disk before the data
             umask = os.umask(0)
@@ -189,5 +191,6 @@ def save_model_atomic(model: Any, path: Path) -> None:
             os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a normal file is wanted
             os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise
