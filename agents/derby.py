@@ -286,29 +286,42 @@ class _DerbyBase:
 
     def _act_rows(self, rows: np.ndarray, obs: np.ndarray, masks: np.ndarray, out: np.ndarray):
         """``act_batch``'s choices for ``rows`` (this thread's work arrays)."""
-        (CF, CI, FWb, IWb, needb, lay, tcat, vcat, zcat, zcap, toff, zoff, vals, buf,
-         _, _, status, slot_of, unsure) = self._batch_work(len(obs))  # fmt: skip
+        work = self._batch_work(len(obs))
+        (_, _, FWb, IWb, needb, lay, _, _, zcat, _, _, zoff, vals, buf,
+         _, _, status, slot_of, unsure) = work  # fmt: skip
+        nopp = self.n - 1 if self.deny and self.n > 1 else 0
+        for start, end, used in self._prepared_chunks(rows, obs, masks, work, out):
+            if not used:
+                continue
+            m = _kb_choose(
+                rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
+                nopp, self.exchanges, self.deny, vals, buf, out, unsure,
+            )  # fmt: skip
+            for k in unsure[:m]:  # near ties: _card_choice's own arithmetic decides
+                i = rows[k]
+                out[i] = self._decide_slot(FWb, IWb, lay, slot_of[k], masks[i])
+
+    def _prepared_chunks(self, rows, obs, masks, work: tuple, decided: np.ndarray):
+        """Over ``rows`` chunk by chunk: ``_kb_prepare`` (the rows it decides itself, one legal
+        action or a projection's skip, get their action in ``decided``), numpy's exp of the
+        tables, ``_kb_z``, numpy's exp of the phi arguments; yields (start, end, slots used)
+        with the chunk's slots ready for ``_values``."""
+        (CF, CI, FWb, IWb, needb, lay, tcat, vcat, zcat, zcap, toff, zoff,
+         _, _, _, _, status, slot_of, _) = work  # fmt: skip
         deny_on = bool(self.deny) and self.n > 1
-        nopp = self.n - 1 if deny_on else 0
         start = 0
-        with np.errstate(over="ignore"):  # exp of a huge argument: inf, where phi is 0
-            while start < len(rows):
-                end, used, nT, nz = _kb_prepare(
-                    rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, self.Ld, self.D,
-                    self.exchanges, deny_on, tcat, zcap, status, slot_of, toff, zoff, out,
-                )  # fmt: skip
-                if used:
+        while start < len(rows):
+            end, used, nT, nz = _kb_prepare(
+                rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, self.Ld, self.D,
+                self.exchanges, deny_on, tcat, zcap, status, slot_of, toff, zoff, decided,
+            )  # fmt: skip
+            if used:
+                with np.errstate(over="ignore"):  # exp of a huge argument: inf, where phi is 0
                     np.exp(tcat[:nT], out=tcat[:nT])  # numpy's exp, as _options
                     nz = _kb_z(FWb, IWb, needb, lay, self.L, used, tcat, vcat, toff, zcat, zoff)
                     np.exp(zcat[:nz], out=zcat[:nz])
-                    m = _kb_choose(
-                        rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat,
-                        zoff, nopp, self.exchanges, self.deny, vals, buf, out, unsure,
-                    )  # fmt: skip
-                    for k in unsure[:m]:  # near ties: _card_choice's own arithmetic decides
-                        i = rows[k]
-                        out[i] = self._decide_slot(FWb, IWb, lay, slot_of[k], masks[i])
-                start = end
+            yield start, end, used
+            start = end
 
     def _decide_slot(self, FWb, IWb, lay, s: int, mask: np.ndarray) -> int:
         """``act``'s choice from the values a chunk's slot ``s`` holds (a card phase)."""
@@ -351,31 +364,20 @@ class _DerbyBase:
 
     def _values_rows(self, rows: np.ndarray, obs: np.ndarray, masks: np.ndarray, values):
         """``values_batch``'s values for ``rows`` (this thread's work arrays)."""
-        (CF, CI, FWb, IWb, needb, lay, tcat, vcat, zcat, zcap, toff, zoff, _, buf,
-         _, _, status, slot_of, declines) = self._batch_work(len(obs))  # fmt: skip
-        deny_on = bool(self.deny) and self.n > 1
-        nopp = self.n - 1 if deny_on else 0
+        work = self._batch_work(len(obs))
+        (_, _, FWb, IWb, needb, lay, _, _, zcat, _, _, zoff, _, buf,
+         _, _, status, slot_of, declines) = work  # fmt: skip
+        nopp = self.n - 1 if self.deny and self.n > 1 else 0
         decided = np.empty(len(obs), np.int64)  # _kb_prepare's choices (not needed here)
-        start = 0
-        with np.errstate(over="ignore"):  # exp of a huge argument: inf, where phi is 0
-            while start < len(rows):
-                end, used, nT, nz = _kb_prepare(
-                    rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, self.Ld, self.D,
-                    self.exchanges, deny_on, tcat, zcap, status, slot_of, toff, zoff, decided,
-                )  # fmt: skip
-                if used:
-                    np.exp(tcat[:nT], out=tcat[:nT])  # numpy's exp, as _options
-                    nz = _kb_z(FWb, IWb, needb, lay, self.L, used, tcat, vcat, toff, zcat, zoff)
-                    np.exp(zcat[:nz], out=zcat[:nz])
-                m = _kb_values(
-                    rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
-                    nopp, self.exchanges, self.deny, buf, values, declines,
-                )  # fmt: skip
-                for k in declines[:m]:
-                    i = rows[k]
-                    for a, v in self._slot_options(FWb, IWb, lay, slot_of[k], masks[i]).items():
-                        values[i, a] = v
-                start = end
+        for start, end, _ in self._prepared_chunks(rows, obs, masks, work, decided):
+            m = _kb_values(
+                rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
+                nopp, self.exchanges, self.deny, buf, values, declines,
+            )  # fmt: skip
+            for k in declines[:m]:
+                i = rows[k]
+                for a, v in self._slot_options(FWb, IWb, lay, slot_of[k], masks[i]).items():
+                    values[i, a] = v
 
     def _batch_work(self, B: int) -> tuple:
         """This thread's chunk work arrays for this policy's layout (``_work``'s packing
@@ -1280,6 +1282,18 @@ def _choose_cards(ev, nv, nc, dec_p, num_played, card_played, mask, vals, buf):
 
 
 @_njit
+def _legal_count(mask):
+    """(how many actions ``mask`` allows, the last of them)."""
+    legal = 0
+    last = -1
+    for a in range(len(mask)):
+        if mask[a]:
+            legal += 1
+            last = a
+    return legal, last
+
+
+@_njit
 def _kb_prepare(rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, Ld, D, exchanges, deny_on,
                 tcat, zcap, status, slot_of, toff, zoff, out):  # fmt: skip
     """For ``rows[start:]`` until a chunk is full: rows with one legal action, and a
@@ -1299,12 +1313,7 @@ def _kb_prepare(rows, start, obs, masks, CF, CI, FWb, IWb, needb, lay, Ld, D, ex
     while k < len(rows):
         i = rows[k]
         mask = masks[i]
-        legal = 0
-        only = -1
-        for a in range(len(mask)):
-            if mask[a]:
-                legal += 1
-                only = a
+        legal, only = _legal_count(mask)
         if legal == 1 or (mask[SKIP] and not exchanges):
             out[i] = only if legal == 1 else SKIP
             status[k] = _DONE
@@ -1352,6 +1361,17 @@ def _kb_z(FWb, IWb, needb, lay, L, used, tcat, vcat, toff, zcat, zoff):
 
 
 @_njit
+def _slot_values(s, cards_phase, FWb, IWb, needb, lay, zcat, zoff, nopp, exchanges, deny):
+    """``_values`` of a chunk's prepared slot ``s``; returns its views of the results, a
+    decline's outcome probabilities and ``info``."""
+    (_hv, prof, W, values, dec_p, _t, _v, P, res, place, thr, cards, info, _ti, code, _f,
+     newplace) = _wviews(FWb[s], IWb[s], lay)  # fmt: skip
+    _values(place, values, info, cards, needb[s], code, newplace, zcat[zoff[s]:],
+            _WEIGHTS, P, thr, prof, nopp, W, exchanges, deny, cards_phase, res)  # fmt: skip
+    return res, dec_p, info
+
+
+@_njit
 def _kb_choose(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
                nopp, exchanges, deny, vals, work, out, unsure):  # fmt: skip
     """``_values`` and the choice for the chunk's prepared rows into ``out``; rows with a near
@@ -1363,11 +1383,9 @@ def _kb_choose(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, z
         s = slot_of[k]
         i = rows[k]
         mask = masks[i]
-        (_hv, prof, W, values, dec_p, _t, _v, P, res, place, thr, cards, info, _ti, code, _f,
-         newplace) = _wviews(FWb[s], IWb[s], lay)  # fmt: skip
         cards_phase = not mask[SKIP]
-        _values(place, values, info, cards, needb[s], code, newplace, zcat[zoff[s]:],
-                _WEIGHTS, P, thr, prof, nopp, W, exchanges, deny, cards_phase, res)  # fmt: skip
+        res, dec_p, info = _slot_values(s, cards_phase, FWb, IWb, needb, lay, zcat, zoff, nopp,
+                                        exchanges, deny)  # fmt: skip
         if cards_phase:
             a = _choose_cards(res, info[0], info[1], dec_p, info[3] > 0, info[4] > 0, mask, vals,
                               work)  # fmt: skip
@@ -1401,23 +1419,16 @@ def _kb_values(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, z
         vals = values[i]
         vals[:] = -np.inf
         if status[k] != _PREPARED:
-            legal = 0
-            only = -1
-            for a in range(len(mask)):
-                if mask[a]:
-                    legal += 1
-                    only = a
+            legal, only = _legal_count(mask)
             if legal == 1:
                 vals[only] = 0.0
             else:
                 vals[SKIP] = 0.05
             continue
         s = slot_of[k]
-        (_hv, prof, W, vbuf, dec_p, _t, _v, P, res, place, thr, cards, info, _ti, code, _f,
-         newplace) = _wviews(FWb[s], IWb[s], lay)  # fmt: skip
         cards_phase = not mask[SKIP]
-        _values(place, vbuf, info, cards, needb[s], code, newplace, zcat[zoff[s]:],
-                _WEIGHTS, P, thr, prof, nopp, W, exchanges, deny, cards_phase, res)  # fmt: skip
+        res, dec_p, info = _slot_values(s, cards_phase, FWb, IWb, needb, lay, zcat, zoff, nopp,
+                                        exchanges, deny)  # fmt: skip
         if not cards_phase:
             vals[SKIP] = 0.05
             for c in range(H):
