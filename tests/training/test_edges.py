@@ -491,6 +491,10 @@ def test_concurrent_gif_writers_each_leave_a_complete_file(replay_file, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.gif"]  # no temp files left
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigterm_and_ctrl_c_during_replay_gif_leave_nothing_and_no_traceback(replay_file, tmp_path):
     out = tmp_path / "out.gif"
     cmd = [sys.executable, "-m", "training.cli", "replay", str(replay_file), "--gif", str(out)]
@@ -504,7 +508,10 @@ def test_sigterm_and_ctrl_c_during_replay_gif_leave_nothing_and_no_traceback(rep
         (signal.SIGTERM, 0.3),
         (signal.SIGTERM, 1.5),
     ):
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            preexec_fn=_default_sigint,  # Ctrl-C live even when pytest runs in a background job
+        )  # fmt: skip
         time.sleep(delay)
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=300)
