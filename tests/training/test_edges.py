@@ -30,6 +30,7 @@ from derby_envs.core.datafile import (
 from derby_envs.core.errors import InvalidParameterError, StateFormatError
 from derby_envs.core.game import check_seed
 from derby_envs.registry import available_games, make_game
+from tests.training.test_play_cli import default_sigint
 
 GAMES = ("derby", "kentucky_derby", "demolition_derby")
 DEEP = 100_000
@@ -491,10 +492,6 @@ def test_concurrent_gif_writers_each_leave_a_complete_file(replay_file, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.gif"]  # no temp files left
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_sigterm_and_ctrl_c_during_replay_gif_leave_nothing_and_no_traceback(replay_file, tmp_path):
     out = tmp_path / "out.gif"
     cmd = [sys.executable, "-m", "training.cli", "replay", str(replay_file), "--gif", str(out)]
@@ -510,7 +507,7 @@ def test_sigterm_and_ctrl_c_during_replay_gif_leave_nothing_and_no_traceback(rep
     ):
         proc = subprocess.Popen(
             cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            preexec_fn=_default_sigint,  # Ctrl-C live even when pytest runs in a background job
+            preexec_fn=default_sigint,  # Ctrl-C live even when pytest runs in a background job
         )  # fmt: skip
         time.sleep(delay)
         proc.send_signal(sig)

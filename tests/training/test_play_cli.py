@@ -48,7 +48,9 @@ BAD_INPUTS = [
 ]
 
 
-def _default_sigint() -> None:
+def default_sigint() -> None:
+    """A child's ``preexec_fn``: a terminal program's default Ctrl-C, also when pytest runs in
+    a background job (started with SIGINT ignored, which Python then keeps in the child)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -64,7 +66,7 @@ def spawn(*args: str, env: dict | None = None, timeout: float = 30) -> pexpect.s
         dimensions=(50, 160),
         # a terminal program's default Ctrl-C, also when pytest itself runs in a background job
         # (which starts with SIGINT ignored, and Python then keeps it ignored in the child)
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     child.delaybeforesend = None  # pexpect's 50 ms pause per line is for slow human-facing apps
     return child

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from sb3_contrib import MaskablePPO
 
+from tests.training.test_play_cli import default_sigint
 from tests.training.test_training_smoke import tiny
 from training.cli import main
 from training.files import LOCK_NAME, RunDirInUseError, RunDirLock, is_temp_name
@@ -173,12 +174,6 @@ raise SystemExit(main(["train", "--config", sys.argv[3], "--no-progress"]))
 """
 
 
-def _default_sigint() -> None:
-    # a terminal program's Ctrl-C, also when pytest runs in a background job (started with
-    # SIGINT ignored, which Python then keeps in the child: the signal would be lost)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_during_a_checkpoint_write_still_saves_and_exits_cleanly(tmp_path, signum):
     """Without deferral torch's writer turned the KeyboardInterrupt into a RuntimeError: a
@@ -189,7 +184,7 @@ def test_a_signal_during_a_checkpoint_write_still_saves_and_exits_cleanly(tmp_pa
     proc = subprocess.run(
         [sys.executable, "-c", SIGNAL_IN_SAVE_SCRIPT, json.dumps(raw), str(int(signum)),
          str(tmp_path / "c.json")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, preexec_fn=_default_sigint,
+        cwd=ROOT, capture_output=True, text=True, timeout=300, preexec_fn=default_sigint,
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 130, out[-3000:]
