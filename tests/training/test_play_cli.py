@@ -64,8 +64,6 @@ def spawn(*args: str, env: dict | None = None, timeout: float = 30) -> pexpect.s
         encoding="utf-8",
         timeout=timeout,
         dimensions=(50, 160),
-        # a terminal program's default Ctrl-C, also when pytest itself runs in a background job
-        # (which starts with SIGINT ignored, and Python then keeps it ignored in the child)
         preexec_fn=default_sigint,
     )
     child.delaybeforesend = None  # pexpect's 50 ms pause per line is for slow human-facing apps
