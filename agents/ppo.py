@@ -282,11 +282,14 @@ class PPOPolicy:
         """:meth:`act` for the rows of a batched engine with ``players[i] >= 0``
         (``derby_envs.core.batch``): one forward pass for all of them; a sampled policy draws
         one ``random()`` from each row's generator, as :meth:`act` does. Observation features
-        are computed for all the rows at once; with a hint agent the network input is built
-        game by game."""
+        are computed for all the rows at once, and so are a value hint's action values where
+        the hint agent has ``values_batch`` (the Derby heuristics: a residual policy in a
+        self-play pool decides as fast as its hint); any other hint agent is asked game by
+        game, on the reference states."""
         from derby_envs.core import batch
 
-        if self.hint is not None:
+        batched_hint = self.hint_features == "values" and hasattr(self.hint, "values_batch")
+        if self.hint is not None and not batched_hint:
             batch.act_each(self, engine, players, rngs, out)
             return
         rows = np.flatnonzero(players >= 0)
@@ -295,7 +298,13 @@ class PPOPolicy:
         obs, masks = batch.obs_scratch(engine), batch.mask_scratch(engine)
         engine.observe(players, obs)
         engine.legal_masks(players, masks)
-        x = obs[rows] if self.features is None else self.features.append(obs[rows])
+        x = obs[rows]
+        if self.hint is not None:  # as network_input: the observation, then the hint part
+            scale = float(getattr(self.hint, "value_scale", 1.0))
+            values = self.hint.values_batch(x, masks[rows])
+            x = np.concatenate([x, value_features_batch(values, masks[rows], scale)], axis=1)
+        if self.features is not None:
+            x = self.features.append(x, obs.shape[1])
         logits = np.ascontiguousarray(self.logits(x))
         _pick_rows(logits, masks, rows, rngs, self.deterministic, out)
 

@@ -207,3 +207,46 @@ def test_batch_training_with_a_hint(hint_features, tmp_path):
             ended += 1
     assert checked > 300 and ended > 0
     assert_act_batch_decides_as_act(policy, game)
+    if hint_features == "values":
+        assert_one_forward_pass_of_network_inputs(policy, game)
+
+
+def assert_one_forward_pass_of_network_inputs(policy, game) -> None:
+    """A value-hint policy whose hint agent has ``values_batch`` decides a batch with one
+    ``values_batch`` call and one forward pass, never asking the hint game by game; each row
+    of the network's input is ``network_input`` of that game's observation, bit for bit."""
+    B = 48
+    eng = batch_engine(game, B)
+    eng.reset(np.arange(B, dtype=np.uint64) + 5, np.ones(B, np.bool_))
+    rngs = np.zeros((B, pcg64.WORDS), np.uint64)
+    pcg64.seed_rows(rngs, np.arange(B, dtype=np.uint64), np.ones(B, np.bool_))
+    out = np.zeros(B, np.int64)
+    logits, action_values = policy.logits, policy.hint.action_values
+    inputs: list[np.ndarray] = []
+
+    def game_by_game(*args):
+        raise AssertionError("the hint agent was asked game by game")
+
+    compared = 0
+    for _ in range(40):
+        players = np.array([np.flatnonzero(r)[0] if r.any() else -1 for r in eng.to_move], np.int64)
+        rows = np.flatnonzero(players >= 0)
+        if rows.size == 0:
+            break
+        inputs.clear()
+        policy.logits = lambda x: inputs.append(np.array(x)) or logits(x)
+        policy.hint.action_values = game_by_game
+        try:
+            policy.act_batch(eng, players, rngs, out)
+        finally:
+            policy.logits, policy.hint.action_values = logits, action_values
+        assert len(inputs) == 1 and len(inputs[0]) == len(rows)
+        for k, i in enumerate(rows):
+            state, p = eng.to_state(int(i)), int(players[i])
+            want = policy.network_input(
+                state.observation(p), state.legal_mask(p), np.random.default_rng(0)
+            )
+            assert np.array_equal(inputs[0][k], want), int(i)
+            compared += 1
+        eng.apply(players, out)
+    assert compared > 500
