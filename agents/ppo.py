@@ -300,9 +300,7 @@ class PPOPolicy:
         engine.legal_masks(players, masks)
         x = obs[rows]
         if self.hint is not None:  # as network_input: the observation, then the hint part
-            scale = float(getattr(self.hint, "value_scale", 1.0))
-            values = self.hint.values_batch(x, masks[rows])
-            x = np.concatenate([x, value_features_batch(values, masks[rows], scale)], axis=1)
+            x = np.concatenate([x, hint_value_features(self.hint, x, masks[rows])], axis=1)
         if self.features is not None:
             x = self.features.append(x, obs.shape[1])
         logits = np.ascontiguousarray(self.logits(x))
@@ -427,6 +425,16 @@ def value_features_batch(values: np.ndarray, action_masks: np.ndarray, scale: fl
     f[rows, choice] = 0.0
     f[~legal.any(axis=1)] = -1.0
     return f.astype(np.float32)
+
+
+def hint_value_features(
+    hint: Any, observations: np.ndarray, action_masks: np.ndarray
+) -> np.ndarray:
+    """:func:`value_features_batch` of a hint agent's ``values_batch`` for many rows at once,
+    at the agent's ``value_scale``: the hint part the batched trainer and a batched policy
+    append."""
+    scale = float(getattr(hint, "value_scale", 1.0))
+    return value_features_batch(hint.values_batch(observations, action_masks), action_masks, scale)
 
 
 def with_values(observation: np.ndarray, hint: Any, action_mask: np.ndarray) -> np.ndarray:

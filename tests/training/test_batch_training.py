@@ -213,8 +213,8 @@ def test_batch_training_with_a_hint(hint_features, tmp_path):
 
 def assert_one_forward_pass_of_network_inputs(policy, game) -> None:
     """A value-hint policy whose hint agent has ``values_batch`` decides a batch with one
-    ``values_batch`` call and one forward pass, never asking the hint game by game; each row
-    of the network's input is ``network_input`` of that game's observation, bit for bit."""
+    forward pass, never asking the hint game by game (``action_values``); each row of the
+    network's input is ``network_input`` of that game's observation, bit for bit."""
     B = 48
     eng = batch_engine(game, B)
     eng.reset(np.arange(B, dtype=np.uint64) + 5, np.ones(B, np.bool_))

@@ -72,15 +72,14 @@ class VecHint(VecEnvWrapper):
         self.rng = np.random.default_rng(seed)
 
     def _with_hint(self, obs: np.ndarray) -> np.ndarray:
-        from agents.ppo import value_features, value_features_batch
+        from agents.ppo import hint_value_features, value_features
 
         masks = self.venv.action_masks()
         out = np.zeros((len(obs), obs.shape[1] + self.num_actions), np.float32)
         out[:, : obs.shape[1]] = obs
         part = out[:, obs.shape[1] :]
         if self.features == "values" and hasattr(self.hint, "values_batch"):
-            values = self.hint.values_batch(out[:, : self.width], masks)
-            part[:] = value_features_batch(values, masks, self.scale)
+            part[:] = hint_value_features(self.hint, out[:, : self.width], masks)
             return out
         for i in range(len(obs)):
             observation, mask = out[i, : self.width], masks[i]
