@@ -1,5 +1,5 @@
 """The Derby studies of scripts/studies/ (derby_deviations, derby_tie_flip, derby_rollout_gains,
-derby_gain_fit, derby_value_fit) count and compare right.
+derby_gain_fit, derby_value_fit, derby_distill) count and compare right.
 
 Not in the default test run (``testpaths`` is ``tests/``): ``make test-studies``."""
 
@@ -406,3 +406,49 @@ def test_time_heuristics_runs_and_the_references_agree(only, tmp_path, capsys):
     assert _load("time_heuristics").main(argv) == 0
     assert "reference median" in capsys.readouterr().out
     assert out.exists()
+
+
+def test_distill_records_the_teacher_and_fits_a_student(tmp_path):
+    script = _load("derby_distill")
+    rec = tmp_path / "d.npz"
+    data = script.record(4 * 48, 3, rec, n_envs=4, log=lambda m: None)
+    X, M, L, R = data["X"], data["M"], data["L"], data["R"]
+    assert X.shape == (192, 391) and M.shape == L.shape == (192, 24) and M.any(1).all()
+    # the decisions of each env's finished games carry their final reward, those of the game
+    # the recording cut off NaN: per env a finite prefix, at most two games in 48 decisions
+    assert np.isfinite(R).any()
+    for col in R.reshape(48, 4).T:
+        known = np.isfinite(col)
+        assert not (np.diff(known.astype(int)) > 0).any()
+        assert 1 <= len(np.unique(col[known])) <= 2
+    arrays, meta = script.read_recording(rec)
+    assert meta["width"] == 391 and np.array_equal(arrays["L"], L)
+    # a student fitted for long enough plays the teacher's moves on the decisions it saw
+    out = script.fit([rec], tmp_path / "run", [64], epochs=60, lr=3e-3, batch_size=64, deals=1,
+                     threads=1, log=lambda m: None)  # fmt: skip
+    from agents.ppo import PPOPolicy
+    from derby_envs.registry import make_game
+
+    student = PPOPolicy.load(out["checkpoint"], make_game("derby", num_players=4))
+    seen = np.arange(len(X)) % script.HOLD != script.HOLD - 1
+    moves = np.where(M, student.logits(X), -np.inf).argmax(1)
+    assert (moves == np.where(M, L, -np.inf).argmax(1))[seen].mean() > 0.9
+    assert out["evaluation"]["derby_exchange"]["games"] == 4
+
+
+def test_distill_refuses_bad_input(tmp_path, capsys):
+    script = _load("derby_distill")
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, X=np.zeros((3, 391)), M=np.ones((3, 24), bool))
+    for argv, needle in (
+        (["record", "--out", str(tmp_path / "x.pkl")], "ending in .npz"),
+        (["record", "--out", str(tmp_path / "x.npz"), "--decisions", "0"], "--decisions"),
+        (["fit", str(bad), "--run-dir", str(tmp_path / "r")], "not a recording"),
+        (["fit", str(bad), "--run-dir", str(tmp_path / "r"), "--arch", "a,b"], "--arch"),
+        (
+            ["record", "--out", str(tmp_path / "x.npz"), "--student", str(bad)],
+            "not a readable MaskablePPO checkpoint",
+        ),
+    ):
+        assert script.main(argv) == 2
+        assert needle in capsys.readouterr().err, needle
