@@ -137,6 +137,8 @@ def read_recording(path: Path) -> tuple[dict[str, np.ndarray], dict]:
             meta = json.loads(str(z["meta"]))
     except (OSError, KeyError, ValueError, EOFError) as exc:
         raise StudyError(f"{path}: not a recording of this study ({exc})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("width"), int):
+        raise StudyError(f"{path}: its meta does not give the input width")
     n = len(arrays["X"])
     if any(len(a) != n for a in arrays.values()) or arrays["M"].shape != arrays["L"].shape:
         raise StudyError(f"{path}: its arrays differ in length or width")

@@ -440,11 +440,15 @@ def test_distill_refuses_bad_input(tmp_path, capsys):
     script = _load("derby_distill")
     bad = tmp_path / "bad.npz"
     np.savez(bad, X=np.zeros((3, 391)), M=np.ones((3, 24), bool))
+    no_meta = tmp_path / "no_meta.npz"
+    np.savez(no_meta, meta=np.asarray("[]"), X=np.zeros((3, 391)), M=np.ones((3, 24), bool),
+             L=np.zeros((3, 24)), R=np.zeros(3))  # fmt: skip
     for argv, needle in (
         (["record", "--out", str(tmp_path / "x.pkl")], "ending in .npz"),
         (["record", "--out", str(tmp_path / "x.npz"), "--decisions", "0"], "--decisions"),
         (["fit", str(bad), "--run-dir", str(tmp_path / "r")], "not a recording"),
         (["fit", str(bad), "--run-dir", str(tmp_path / "r"), "--arch", "a,b"], "--arch"),
+        (["fit", str(no_meta), "--run-dir", str(tmp_path / "r")], "does not give the input width"),
         (
             ["record", "--out", str(tmp_path / "x.npz"), "--student", str(bad)],
             "not a readable MaskablePPO checkpoint",
