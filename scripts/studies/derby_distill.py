@@ -90,7 +90,7 @@ def record(
     venv = make_vec_env(cfg, [], out.parent)
     rng = np.random.default_rng(seed)
     xs, ms, ls, rs = [], [], [], []
-    pending: list[list[tuple[int, int]]] = [[] for _ in range(n_envs)]  # (step, env) of open games
+    pending: list[list[int]] = [[] for _ in range(n_envs)]  # per env: the steps of its open game
     obs, n, t0 = venv.reset(), 0, time.perf_counter()
     try:
         while n < decisions:
@@ -106,11 +106,11 @@ def record(
             ls.append(logits.astype(np.float32))
             rs.append(np.full(n_envs, np.nan, np.float32))
             for e in range(n_envs):
-                pending[e].append((step, e))
+                pending[e].append(step)
             obs, reward, done, _ = venv.step(act)
             for e in np.flatnonzero(done):  # the game's reward is paid on its last step
-                for s, j in pending[e]:
-                    rs[s][j] = reward[e]
+                for s in pending[e]:
+                    rs[s][e] = reward[e]
                 pending[e] = []
             n += n_envs
             if step % 400 == 399:
