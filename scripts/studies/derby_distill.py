@@ -244,16 +244,15 @@ def fit(
 
 
 def _agreement(policy, X, M, best, rows) -> float:
-    """Share of ``rows`` where the policy's most probable legal move is the teacher's."""
-    import torch
+    """Share of ``rows`` where the policy's most probable legal move is the teacher's (the
+    warm start's check, in chunks: the held-out rows of millions of decisions)."""
+    from training.train.warmstart import _agrees
 
     policy.set_training_mode(False)
-    same = 0
-    with torch.no_grad():
-        for i in range(0, len(rows), 16384):
-            j = rows[i : i + 16384]
-            dist = policy.get_distribution(X[j], action_masks=M[j].numpy())
-            same += int((dist.distribution.logits.argmax(1) == best[j]).sum())
+    same = sum(
+        int(_agrees(policy, X[j], M[j], best[j]).sum())
+        for j in (rows[i : i + 16384] for i in range(0, len(rows), 16384))
+    )
     return same / max(len(rows), 1)
 
 
