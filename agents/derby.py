@@ -111,6 +111,16 @@ def _z_buffer(size: int) -> np.ndarray:
     return z
 
 
+def _expect(p: np.ndarray, outcomes) -> np.ndarray | float:
+    """``sum_j p[j] * outcomes[j]`` added in sequence from 0.0 (rows or numbers): the order the
+    kernels repeat (``_choose_cards``), the same on every machine, where ``p @ outcomes`` would
+    round as the machine's BLAS kernel does."""
+    total = 0.0
+    for pj, outcome in zip(p, outcomes, strict=True):
+        total = total + pj * outcome
+    return total
+
+
 _DENY = Param("deny", 0.5, float, "weight of the opponents' known ticket value", low=0.0)
 
 
@@ -203,7 +213,7 @@ class _DerbyBase:
         """Options from the (number value x movement card) scores: row 0 plays the number card,
         rows 1.. are a decline's outcomes with probabilities ``dec_p``."""
         play_row = ev[0]
-        dec_row = dec_p @ ev[1:] if len(dec_p) else None  # expected, per card
+        dec_row = _expect(dec_p, ev[1:]) if len(dec_p) else None  # expected, per card
         if card_played:  # only the number card is left to choose
             options = {PLAY: float(play_row[0])}
             if dec_row is not None:
@@ -219,7 +229,7 @@ class _DerbyBase:
         # ties: the number card first (it reveals nothing the other choice could use)
         options = {PLAY: best_move(play_row) + 1e-9}
         if dec_row is not None:
-            options[DECLINE] = float(dec_p @ np.array([best_move(row) for row in ev[1:]]))
+            options[DECLINE] = float(_expect(dec_p, [best_move(row) for row in ev[1:]]))
         # a card first: then the number card is played or declined, whichever is better
         best = play_row if dec_row is None else np.maximum(play_row, dec_row)
         options.update(self._card_options(best, mask))
@@ -340,9 +350,8 @@ class _DerbyBase:
     def values_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """``action_values`` of every row (an observation and its action mask; each row has a
         legal action), bit for bit, as a (rows, actions) float64 array: ``act_batch``'s kernels
-        over chunks of rows, split over threads, then each row's option values. A card phase
-        in which declining is an option takes them from the Python ``_card_choice`` (its dot
-        products round as numpy's); the others stay compiled."""
+        over chunks of rows, split over threads, then each row's option values, compiled
+        (``_kb_values``)."""
         obs = np.ascontiguousarray(observations, np.float32)
         masks = np.ascontiguousarray(action_masks, np.int8)
         if obs.ndim != 2 or masks.shape != (len(obs), self.game.num_actions):
@@ -366,18 +375,14 @@ class _DerbyBase:
         """``values_batch``'s values for ``rows`` (this thread's work arrays)."""
         work = self._batch_work(len(obs))
         (_, _, FWb, IWb, needb, lay, _, _, zcat, _, _, zoff, _, buf,
-         _, _, status, slot_of, declines) = work  # fmt: skip
+         _, _, status, slot_of, _) = work  # fmt: skip
         nopp = self.n - 1 if self.deny and self.n > 1 else 0
         decided = np.empty(len(obs), np.int64)  # _kb_prepare's choices (not needed here)
         for start, end, _ in self._prepared_chunks(rows, obs, masks, work, decided):
-            m = _kb_values(
+            _kb_values(
                 rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
-                nopp, self.exchanges, self.deny, buf, values, declines,
+                nopp, self.exchanges, self.deny, buf, values,
             )  # fmt: skip
-            for k in declines[:m]:
-                i = rows[k]
-                for a, v in self._slot_options(FWb, IWb, lay, slot_of[k], masks[i]).items():
-                    values[i, a] = v
 
     def _batch_work(self, B: int) -> tuple:
         """This thread's chunk work arrays for this policy's layout (``_work``'s packing
@@ -1185,9 +1190,10 @@ def _k_values(FW, IW, need, lay, z, nopp, exchanges, deny, cards_phase):
 # tables; _kb_z writes every row's phi arguments into a second shared buffer; numpy's exp once
 # more; _kb_choose computes the values and makes each row's choice (_card_choice compiled).
 # Where the two best options of a card phase lie within _NEAR_TIE of each other and one of
-# them involves a decline's dot products or a blind draw's mean, the row is decided by the
-# Python _card_choice on the kernel's values instead (numpy's dot may round otherwise than a
-# compiled sum): every action is the one ``act`` gives.
+# them is a blind draw's mean, the row is decided by the Python _card_choice on the kernel's
+# values instead (a guard on numpy's pairwise sum, which _np_sum repeats): every action is the
+# one ``act`` gives. A decline's expectations are summed in sequence on both sides
+# (``_expect``).
 _NEAR_TIE = 1e-11
 _DONE, _PREPARED = 0, 1  # a row's status after _kb_prepare
 
@@ -1273,9 +1279,9 @@ def _choose_cards(ev, nv, nc, dec_p, num_played, card_played, mask, vals, buf):
             top, second, action, runner_up = v, top, a, action
         elif v > second:
             second, runner_up = v, a
-    # a decline's values are dot products (numpy's may round otherwise), a blind draw's a
-    # mean: where one of them is close to the best, the Python _card_choice decides
-    inexact = nd > 0 or action == BLIND or runner_up == BLIND
+    # a blind draw's value is a mean (_np_sum repeats numpy's pairwise order): where it is
+    # close to the best, the Python _card_choice decides (a decline's sums are _expect's)
+    inexact = action == BLIND or runner_up == BLIND
     if inexact and top - second <= _NEAR_TIE * max(1.0, abs(top)):
         return -1
     return action
@@ -1405,14 +1411,11 @@ def _kb_choose(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, z
 
 @_njit
 def _kb_values(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, zcat, zoff,
-               nopp, exchanges, deny, work, values, declines):  # fmt: skip
+               nopp, exchanges, deny, work, values):  # fmt: skip
     """``action_values`` (the Python reference) for the chunk's rows into ``values[rows[k]]``:
     the rows ``_kb_prepare`` decided (one legal action: 0; a projection's skip: 0.05), the
-    exchange phases (skip 0.05 and each legal exchange's gain) and the card phases without a
-    decline (``_choose_cards``' option values); a card phase with a decline's outcomes is
-    left at -inf and listed in ``declines`` (returns how many) for the Python
-    ``_card_choice``, whose dot products round as numpy's."""
-    m = 0
+    exchange phases (skip 0.05 and each legal exchange's gain) and the card phases
+    (``_choose_cards``' option values, ``_card_choice`` compiled)."""
     for k in range(start, end):
         i = rows[k]
         mask = masks[i]
@@ -1435,13 +1438,9 @@ def _kb_values(rows, start, end, status, slot_of, masks, FWb, IWb, needb, lay, z
                 if mask[EXCHANGE0 + 2 * c]:
                     vals[EXCHANGE0 + 2 * c] = res[c]
                     vals[EXCHANGE0 + 2 * c + 1] = res[H + c]
-        elif info[0] > 1:  # a decline's outcomes: dot products
-            declines[m] = k
-            m += 1
         else:
             _choose_cards(res, info[0], info[1], dec_p, info[3] > 0, info[4] > 0, mask, vals,
                           work)  # fmt: skip
-    return m
 
 
 class DerbyProjection(_DerbyBase):

@@ -100,8 +100,10 @@ def test_trace_is_large_and_varied():
 
 
 #: two actions whose values differ by less than this (relative) are a tie: which of them the
-#: heuristic picks then depends on the last bit of sums whose order the BLAS build (and its
-#: OPENBLAS_CORETYPE) chooses, not on the heuristic
+#: heuristic picked could depend on the last bit of arithmetic, not on the heuristic (the trace
+#: was recorded when a decline's expectations were BLAS dot products, whose order the BLAS
+#: build chooses; they are now summed in one order, ``agents.derby._expect``, and tied options
+#: go to the first listed)
 TIE = 1e-12
 
 

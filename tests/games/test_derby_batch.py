@@ -179,12 +179,15 @@ def _act_batch_against_choose(g, B: int, first_seed: int, options=({},)) -> tupl
 @pytest.mark.parametrize("n", PLAYER_COUNTS)
 def test_act_batch_matches_choose(n):
     """Every heuristic's ``act_batch`` (derby_exchange also with deny=0) gives ``choose``'s
-    action in every position of 16 games played out at random; some decisions are near ties,
-    settled by ``_card_choice``."""
+    action in every position of 16 games played out at random. Near ties with a decline
+    (about one decision in nine here) are decided by the kernel, whose sums are
+    ``_expect``'s; near ties with a blind draw's mean are settled by the Python
+    ``_card_choice`` (at 5 players these games have some)."""
     g = make_game("derby", num_players=n)
     decisions, near_ties = _act_batch_against_choose(g, 16, 50 * n, ({}, {"deny": 0.0}))
     assert decisions > 1000 * 2 * len(HEURISTICS)
-    assert near_ties  # the fallback ran
+    if n == 5:
+        assert near_ties  # the fallback ran
 
 
 def test_act_batch_split_over_threads_matches_choose(monkeypatch):
