@@ -179,6 +179,28 @@ def test_action_values_rank_the_heuristics_own_choice_first(name):
     assert checked > 100
 
 
+def test_a_decline_tied_with_a_card_goes_to_the_decline():
+    """A decline's expectations are summed in one order (``agents.derby._expect``): where the
+    same card is best after every number a decline can turn up, declining first and that card
+    first are worth the same to the last bit, and the first listed option (the decline) is
+    played, on every machine (a BLAS dot product would round the two sums its own way)."""
+    from agents.derby import _expect
+    from derby_envs.games.derby.engine import BLIND, DECLINE, PLAY
+
+    pol = make_policy("derby_exchange", DerbyGame(num_players=4))
+    rng = np.random.default_rng(5)
+    mask = np.zeros(EXCHANGE0, np.int8)
+    mask[[PLAY, DECLINE, OPEN1, OPEN1 + 1, BLIND]] = 1
+    for _ in range(200):
+        dec_p = rng.dirichlet(np.ones(5))
+        outcomes = rng.uniform(10.0, 30.0, (5, 7))
+        outcomes[:, 0] = outcomes.max(axis=1) + rng.uniform(0.1, 5.0, 5)  # open card 1 best
+        play = rng.uniform(0.0, 5.0, 7)  # playing the face-up number is worse than declining
+        options = pol._card_choice(np.vstack([play, outcomes]), dec_p, False, False, mask)
+        assert options[DECLINE] == options[OPEN1] == _expect(dec_p, outcomes[:, 0])
+        assert max(options, key=options.get) == DECLINE  # act's first maximum
+
+
 def test_race_outlook_is_a_chance_to_win_and_the_returns_at_the_end():
     from agents.derby import race_outlook, race_win_shares
 
