@@ -191,8 +191,9 @@ def fit(
         M = torch.as_tensor(np.concatenate([r["M"] for r, _ in recs]))
         logits = torch.as_tensor(np.concatenate([r["L"] for r, _ in recs]))
         R = torch.as_tensor(np.concatenate([r["R"] for r, _ in recs]))
-        target = torch.softmax(torch.where(M, logits, torch.tensor(-1e9)), 1)
-        best = torch.where(M, logits, torch.tensor(-1e9)).argmax(1)
+        legal_logits = torch.where(M, logits, torch.tensor(-1e9))
+        target = torch.softmax(legal_logits, 1)
+        best = legal_logits.argmax(1)
         held = torch.arange(len(X)) % HOLD == HOLD - 1
         fit_rows = torch.nonzero(~held).flatten()
         held_rows = torch.nonzero(held).flatten()
