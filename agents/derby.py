@@ -1516,6 +1516,24 @@ _LEAF_TABLES: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 @_njit
+def _draw_places(place, nfin, m, sd, z, x, pl):
+    """The places ``pl`` of one draw: racing horse h ends at ``x[h] = m[h] + sd[h] * z[h]``
+    and is placed by it after the ``nfin`` finished horses (equal ends: the lower colour
+    first), finished horses keep theirs."""
+    for h in range(9):
+        x[h] = m[h] + sd[h] * z[h]
+    for h in range(9):
+        if place[h] > 0:
+            pl[h] = place[h]
+            continue
+        ahead = 0
+        for g in range(9):
+            if place[g] == 0 and g != h and (x[g] > x[h] or (x[g] == x[h] and g < h)):
+                ahead += 1
+        pl[h] = nfin + 1 + ahead
+
+
+@_njit
 def _win_shares(pos, place, m, sd, thr, prof, Z):
     """Each player's expected win share (ties split) when racing horse h ends at
     ``m[h] + sd[h] * Z[s, h]`` (draw s), finished horses keep their places."""
@@ -1529,17 +1547,7 @@ def _win_shares(pos, place, m, sd, thr, prof, Z):
     pl = np.empty(9, np.int64)
     score = np.empty(n)
     for s in range(Z.shape[0]):
-        for h in range(9):
-            x[h] = m[h] + sd[h] * Z[s, h]
-        for h in range(9):
-            if place[h] > 0:
-                pl[h] = place[h]
-                continue
-            ahead = 0
-            for g in range(9):
-                if place[g] == 0 and g != h and (x[g] > x[h] or (x[g] == x[h] and g < h)):
-                    ahead += 1
-            pl[h] = nfin + 1 + ahead
+        _draw_places(place, nfin, m, sd, Z[s], x, pl)
         top = -1.0
         for q in range(n):
             t = 0.0
@@ -1601,6 +1609,153 @@ def race_win_shares(state) -> tuple[np.ndarray, np.ndarray]:
 
 
 LEAF_VALUES = {"derby": race_outlook}
+
+
+# ----- the race model read from a seat's observation (the ``outlook`` feature sets) ----------
+@_njit
+def _open_card(row, off, card_ranks, slot):
+    """The movement card in open slot ``slot`` (found by its ranks), -1 for an empty slot."""
+    start = off[5] + 9 * slot
+    if row[start : start + 9].max() == 0:
+        return -1
+    for j in range(card_ranks.shape[0]):
+        same = True
+        for h in range(9):
+            if card_ranks[j, h] != row[start + h]:
+                same = False
+                break
+        if same:
+            return j
+    return -1
+
+
+@_njit
+def _unplayed_cards(row, off, card_ranks, skip):
+    """The movement cards still to be played, as ``race_win_shares`` counts them: the draw
+    pile's (the observation's ``pile`` field) and the open cards, but card ``skip``."""
+    pile = _pile_cards(row, off[6], card_ranks.shape[0])
+    out = np.empty(len(pile) + 2, np.int64)
+    out[: len(pile)] = pile
+    k = len(pile)
+    for slot in range(2):
+        j = _open_card(row, off, card_ranks, slot)
+        if j >= 0 and j != skip:
+            out[k] = j
+            k += 1
+    return out[:k]
+
+
+@_njit
+def _model_reads(place, m, sd, thr, prof, n, Z, x, pl, o, scores_at, chances):
+    """Adds over the draws ``Z`` (racing horse h ends at N(m_h, sd_h^2), ``_draw_places``)
+    the sums (the caller divides by the draws, as ``_win_shares``): with ``chances``, per horse into ``o[0:27]`` the chance that ticket row 0 (the
+    own) pays, that row 1 (the face-up) would, and the place; into ``o[scores_at + q]`` the
+    score of ticket row 0 (q = 0) and of rows 2.. (the opponents')."""
+    nfin = 0
+    for h in range(9):
+        nfin += place[h] > 0
+    for s in range(Z.shape[0]):
+        _draw_places(place, nfin, m, sd, Z[s], x, pl)
+        if chances:
+            for h in range(9):
+                o[h] += pl[h] <= thr[0, h]
+                o[9 + h] += pl[h] <= thr[1, h]
+                o[18 + h] += pl[h]
+        for q in range(n):
+            r = q + (q > 0)
+            t = 0.0
+            for c in range(9):
+                if pl[c] <= thr[r, c]:
+                    t += prof[r, c]
+            o[scores_at + q] += t
+
+
+@_njit
+def _outlook_rows(iv, off, n, V, D, L, card_ranks, card_moves_f, Z, moves, out):
+    """Per row of rounded observations ``iv``: the race model of ``race_win_shares`` (racing
+    horse h ends at N(m_h, sd_h^2), ``_race_inputs``; a number played this turn whose card is
+    still to come counts as still to come) over the draws ``Z``, read into what a seat knows:
+    per horse the chance that the own ticket pays, that the stock's face-up ticket would
+    (9) and the expected place (9), then the expected own score and each opponent's from its
+    tickets the seat knows (unknown ones paying nothing), unscaled. With ``moves``, then per
+    open slot the same scores after that card moved the horses by this turn's number (the one
+    played, else the own face-up one; ``_moves``), as the model reads the position then (the
+    card and the number no longer to come); zeros where the movement card is down or the
+    slot empty."""
+    hv = np.empty((1, 9))
+    place = np.empty(9, np.int64)
+    thr = np.empty((n + 1, 9), np.int64)
+    prof = np.empty((n + 1, 9))
+    left = np.empty((n, V), np.int64)
+    m = np.empty(9)
+    x = np.empty(9)
+    pl = np.empty(9, np.int64)
+    pos2 = np.empty(9)
+    mv = np.empty(9, np.bool_)
+    place2 = np.empty(9, np.int64)
+    for r in range(iv.shape[0]):
+        row = iv[r]
+        o = out[r]
+        o[:] = 0.0
+        _read_iv(row, off, n, D, hv, place, thr, prof, left)
+        f, sd, R = _race_inputs(left, _unplayed_cards(row, off, card_ranks, -1), card_moves_f)
+        number_down, card_down = row[off[0]] > 0, row[off[0] + 1] > 0
+        if number_down and not card_down:  # the number is down, its card to come
+            R += int(row[off[1]])
+        for h in range(9):
+            m[h] = hv[0, h] + R * f[h]
+        _model_reads(place, m, sd, thr, prof, n, Z, x, pl, o, 27, True)
+        if moves and not card_down:
+            _move_reads(row, off, L, card_ranks, card_moves_f, Z, n, number_down, hv[0],
+                        place, left, thr, prof, m, x, pl, pos2, mv, place2, o)  # fmt: skip
+        o /= Z.shape[0]
+
+
+@_njit
+def _move_reads(row, off, L, card_ranks, card_moves_f, Z, n, number_down, pos, place, left,
+                thr, prof, m, x, pl, pos2, mv, place2, o):  # fmt: skip
+    """``_outlook_rows``' scores after each open card (``moves``), summed over the draws."""
+    v = int(row[off[1]]) if number_down else int(row[off[7]])
+    if v <= 0:  # no number to play
+        return
+    if not number_down:  # the face-up number leaves the own deck
+        left[0, v - 1] -= 1
+    for slot in range(2):
+        j = _open_card(row, off, card_ranks, slot)
+        if j < 0:
+            continue
+        _moves(pos, place, L, v, card_ranks[j], mv, place2)
+        for h in range(9):
+            pos2[h] = pos[h] + v * mv[h]
+        f2, sd2, R2 = _race_inputs(left, _unplayed_cards(row, off, card_ranks, j), card_moves_f)
+        for h in range(9):
+            m[h] = pos2[h] + R2 * f2[h]
+        _model_reads(place2, m, sd2, thr, prof, n, Z, x, pl, o, 27 + n * (slot + 1), False)
+
+
+def observation_outlook(game, observations: np.ndarray, moves: bool = False) -> np.ndarray:
+    """Rows of Derby observations -> ``(rows, 27 + players)`` float64 (``moves``: ``27 + 3 x
+    players``): per horse the chance that the seat's own ticket pays, that the stock's face-up
+    ticket would, and the expected place; then the seat's expected score and each opponent's
+    (seat order, from the tickets the seat knows), under the heuristics' race model read from
+    the observation alone (the draws of ``race_win_shares``: deterministic, no rng). With
+    ``moves``, the same scores after each open movement card played with this turn's number
+    (``_outlook_rows``)."""
+    obs = np.asarray(observations, np.float32)
+    sl = game.observation_slices
+    off = np.array([sl[name].start for name in _FIELDS], np.int64)
+    iv = np.rint(obs.astype(np.float64) * game.layout.integer_scale)  # the observer's decoding
+    n = game.num_players
+    out = np.empty((len(obs), 27 + n * (3 if moves else 1)))
+    moves_f = (game.card_ranks > 0).astype(np.float64)
+    ranks = np.asarray(game.card_ranks, np.int64)
+    args = (off, n, game.max_number, game.stock_size - 1, game.params["track_length"], ranks,
+            moves_f, _LEAF_Z, moves)  # fmt: skip
+    # rows of about 20 us each: a thread per core from 8 rows a thread on (the kernel
+    # releases the GIL; each row is written by its own range only)
+    parts = threads.ranges(len(out), min_rows=8)
+    threads.run([functools.partial(_outlook_rows, iv[s], *args, out[s]) for s in parts])
+    return out
 
 
 def ismcts_preset(game) -> dict:

@@ -19,6 +19,22 @@ game / set             features (in this order)
                        the race ended now (/ 40), each opponent's score from its tickets the seat
                        knows (/ 40, one per opponent in seat order after the own) and how many of
                        its tickets the seat knows (/ 9). Size 27 + 1 + 2 (players - 1).
+``derby`` /            the ``derived`` features, then under the heuristics' race model read from
+``outlook``            the observation (each racing horse ends at a normal spread of its position
+                       plus its expected share of the number cards still to come, as
+                       ``agents.derby.race_win_shares``; a fixed table of draws, no rng): per horse
+                       the chance that the own ticket of its colour pays, that the stock's face-up
+                       ticket would, and its expected final place (/ 9); then the own expected score
+                       and each opponent's from its tickets the seat knows (/ 40). Size of
+                       ``derived`` + 28 + (players - 1). A description of the position, not a
+                       value of any action: a policy on it still chooses with its own network.
+``derby`` /            ``outlook``, then per open movement card (2) the same expected scores (own,
+``outlook_moves``      opponents') of the position after that card moved the horses by this turn's
+                       number (the one played, else the own face-up one), as the model reads it
+                       then; zeros where the movement card is down or the slot is empty. What each
+                       open card does, read by the model; the choice (and the exchange, the
+                       number cards, the blind draw) is still the network's. Size of ``outlook``
+                       + 2 x players.
 =====================  ==========================================================================
 
 A new set is a function ``(game, observations) -> features`` (rows in, rows out, float32) and a
@@ -27,6 +43,7 @@ bounds function, registered in :data:`FEATURE_SETS` under the game's name.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +89,28 @@ def _derby_derived_bounds(game: Any) -> tuple[np.ndarray, np.ndarray]:
     return low.astype(np.float32), high.astype(np.float32)
 
 
+def derby_outlook(game: Any, obs: np.ndarray, moves: bool = False) -> np.ndarray:
+    """Rows of Derby observations -> the ``outlook`` features (``moves``: ``outlook_moves``;
+    module table)."""
+    from agents.derby import observation_outlook  # late: the race model's kernels compile
+
+    h = NUM_HORSES
+    model = observation_outlook(game, obs, moves)
+    model[:, 2 * h : 3 * h] /= h
+    model[:, 3 * h :] /= DERBY_SCORE_SCALE
+    return np.concatenate([derby_derived(game, obs), model], 1).astype(np.float32)
+
+
+def _derby_outlook_bounds(game: Any, moves: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    low, high = _derby_derived_bounds(game)
+    top = NUM_HORSES * game.max_profit / DERBY_SCORE_SCALE
+    scores = game.num_players * (3 if moves else 1)
+    low2 = np.zeros(3 * NUM_HORSES + scores)
+    high2 = np.concatenate([np.ones(3 * NUM_HORSES), np.full(scores, top)])
+    return (np.concatenate([low, low2]).astype(np.float32),
+            np.concatenate([high, high2]).astype(np.float32))  # fmt: skip
+
+
 @dataclass(frozen=True)
 class FeatureSet:
     """A named feature set of one game: ``compute(game, rows)`` and ``bounds(game)``, the
@@ -89,7 +128,13 @@ FEATURE_SETS: dict[str, dict[str, FeatureSet]] = {
             "derived",
             derby_derived,
             _derby_derived_bounds,
-        )
+        ),
+        "outlook": FeatureSet("outlook", derby_outlook, _derby_outlook_bounds),
+        "outlook_moves": FeatureSet(
+            "outlook_moves",
+            functools.partial(derby_outlook, moves=True),
+            functools.partial(_derby_outlook_bounds, moves=True),
+        ),
     },
 }
 

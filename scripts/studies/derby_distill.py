@@ -155,6 +155,7 @@ def fit(
     deals: int = 50,
     init: str | None = None,
     threads: int = 2,
+    features: str | None = None,
     log=print,
 ) -> dict:
     """Fit the standalone network (module docstring); returns the held-out agreement, the
@@ -175,19 +176,24 @@ def fit(
         STUDENT_CONFIG,
         [f"run_dir={run_dir}", "pretrain.agent=null", f"ppo.net_arch={arch}",
          "opponents.pool=[{agent: derby_exchange, weight: 1}]", "opponents.self_play.enabled=false",
-         "evaluation.fields=[derby_exchange]"],
+         "evaluation.fields=[derby_exchange]",
+         *([f"observation_features={features}"] if features else [])],
     )  # fmt: skip
     trainer = Trainer(cfg, progress=False)
     trainer.prepare_run_dir()
     try:
         model = trainer.build_model(0, None)
-        if model.observation_space.shape[0] != widths.pop():
+        width, game = widths.pop(), trainer.game
+        X = np.concatenate([r["X"] for r, _ in recs])
+        if features:  # the recorded observation part, with this feature set's numbers
+            X = _with_features(game, features, X[:, : game.observation_size], log)
+        elif model.observation_space.shape[0] != width:
             raise StudyError("the recordings' inputs are not the standalone config's observation")
         if init:
             restore_checkpoint(model, Path(init), optimizer=False)
             model.num_timesteps = 0
         policy = model.policy
-        X = torch.as_tensor(np.concatenate([r["X"] for r, _ in recs]))
+        X = torch.as_tensor(X)
         M = torch.as_tensor(np.concatenate([r["M"] for r, _ in recs]))
         logits = torch.as_tensor(np.concatenate([r["L"] for r, _ in recs]))
         R = torch.as_tensor(np.concatenate([r["R"] for r, _ in recs]))
@@ -244,6 +250,19 @@ def fit(
         trainer.dir.close()
 
 
+def _with_features(game, name: str, obs: np.ndarray, log, chunk: int = 65536) -> np.ndarray:
+    """The observations ``obs`` with feature set ``name`` appended (the student's input)."""
+    from agents.features import ObservationFeatures
+
+    feats = ObservationFeatures(game, name)
+    X = np.empty((len(obs), obs.shape[1] + feats.size), np.float32)
+    t0 = time.perf_counter()
+    for i in range(0, len(obs), chunk):
+        X[i : i + chunk] = feats.append(obs[i : i + chunk])
+    log(f"fit: the {name!r} features of {len(obs):,} decisions ({time.perf_counter() - t0:.0f} s)")
+    return X
+
+
 def _agreement(policy, X, M, best, rows) -> float:
     """Share of ``rows`` where the policy's most probable legal move is the teacher's (the
     warm start's check, in chunks: the held-out rows of millions of decisions)."""
@@ -280,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--deals", type=int, default=50, help="evaluation deals (0 = none)")
     f.add_argument("--init", help="a checkpoint of the same network to start from")
     f.add_argument("--threads", type=int, default=2)
+    f.add_argument(
+        "--features",
+        help="the student's observation feature set, computed from "
+        "the recorded observations (default: the standalone config's, as recorded)",
+    )
     a = p.parse_args(argv)
     try:
         if a.cmd == "record":
@@ -297,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             if a.epochs < 1 or a.batch_size < 1 or a.deals < 0 or min(arch) < 1:
                 raise StudyError("--epochs, --batch-size and the widths must be >= 1, --deals >= 0")
             out = fit(a.recordings, a.run_dir, arch, a.epochs, a.lr, a.batch_size, a.deals,
-                      a.init, a.threads)  # fmt: skip
+                      a.init, a.threads, a.features)  # fmt: skip
             print(json.dumps(out, indent=1))
     except (StudyError, DerbyEnvsError) as exc:  # bad files, configs, checkpoints, run dirs
         print(f"derby_distill: {exc}", file=sys.stderr)

@@ -62,11 +62,86 @@ def test_derby_derived_features_follow_the_engine_within_their_bounds(players):
     assert np.array_equal(out[-5:], tail)
 
 
+@pytest.mark.parametrize("players", [3, 5])
+def test_derby_outlook_features_are_the_race_model_read_from_the_observation(players):
+    """Along a whole game, every seat: the ``derived`` features first; the own expected score
+    is ``race_win_shares``' (which reads the full state) bit for bit, open cards and a number
+    played before its card included; chances within [0, 1], a finished horse's settled;
+    every value within the set's bounds."""
+    from agents.derby import observation_outlook, race_win_shares
+    from agents.registry import make_policy
+    from derby_envs.core.policy import choose
+
+    game = make_game("derby", num_players=players)
+    f, derived = ObservationFeatures(game, "outlook"), ObservationFeatures(game, "derived")
+    assert f.size == derived.size + 28 + players - 1 == len(f.high) == len(f.low)
+    agent, rng = make_policy("derby_exchange", game), np.random.default_rng(1)
+    state = game.new_initial_state(11)
+    kinds, finished = set(), 0
+    while not state.is_terminal():
+        obs = np.stack([state.observation(q) for q in range(players)])
+        x, model = f(obs), observation_outlook(game, obs)
+        assert np.array_equal(x[:, : derived.size], derived(obs))
+        assert (x >= f.low).all() and (x <= f.high).all()
+        assert np.array_equal(model[:, 27], race_win_shares(state)[1])
+        own_thr = np.array([[game.threshold[t] for t in state.hand[q]] for q in range(players)])
+        for h in np.flatnonzero(np.asarray(state.place) > 0):  # settled: 0 or 1
+            assert np.array_equal(model[:, h], (state.place[h] <= own_thr[:, h]).astype(float))
+            assert np.all(model[:, 18 + h] == state.place[h])
+            finished += 1
+        assert (model[:, 18:27] >= 1.0).all() and (model[:, 18:27] <= 9.0).all()
+        kinds.add((state.num_card > 0, state.move_card >= 0))
+        p = state.current_players()[0]
+        state.apply_action(p, choose(agent, state, p, rng))
+    assert finished and {(True, False), (False, True)} <= kinds  # both card orders were seen
+
+
+@pytest.mark.parametrize("players", [3, 4])
+def test_derby_outlook_moves_read_the_position_after_each_open_card(players):
+    """``outlook_moves``: ``outlook`` first; per open card the own expected score is
+    ``race_win_shares``' of the state after playing this turn's number (the face-up one
+    where none is down) and that card, bit for bit; zeros once the movement card is down."""
+    from agents.derby import observation_outlook, race_win_shares
+    from agents.registry import make_policy
+    from derby_envs.core.policy import choose
+    from derby_envs.games.derby.constants import OPEN1, PLAY
+
+    game = make_game("derby", num_players=players)
+    f, outlook = ObservationFeatures(game, "outlook_moves"), ObservationFeatures(game, "outlook")
+    assert f.size == outlook.size + 2 * players == len(f.high)
+    agent, rng = make_policy("derby_exchange", game), np.random.default_rng(2)
+    state = game.new_initial_state(4)
+    compared = {True: 0, False: 0}
+    while not state.is_terminal():
+        p = state.current_players()[0]
+        obs = state.observation(p)
+        x, model = f(obs), observation_outlook(game, obs[None], moves=True)[0]
+        assert np.array_equal(x[: outlook.size], outlook(obs))
+        assert (x >= f.low).all() and (x <= f.high).all()
+        legal = state.legal_actions(p)
+        if state.move_card >= 0:
+            assert not model[27 + players :].any()
+        for slot in range(2):
+            if OPEN1 + slot not in legal:
+                continue
+            after = state.clone()
+            down = state.num_card > 0
+            if not down:
+                after.apply_action(p, PLAY)
+            after.apply_action(p, OPEN1 + slot)
+            if not after.is_terminal():
+                own = race_win_shares(after)[1][p]
+                assert model[27 + players * (slot + 1)] == own
+                compared[down] += 1
+        state.apply_action(p, choose(agent, state, p, rng))
+    assert compared[True] > 10 and compared[False] > 10
+
+
 def test_unknown_sets_are_named_errors():
     assert "derived" in FEATURE_SETS["derby"]
     with pytest.raises(
         FeatureError,
-        match=r"no observation feature set 'raw' for derby \(this version has: derived\)",
+        match=r"no observation feature set 'raw' for derby \(this version has: derived, outlook, outlook_moves\)",
     ):
         feature_set("derby", "raw")
     with pytest.raises(FeatureError, match="this version has: none"):

@@ -434,6 +434,15 @@ def test_distill_records_the_teacher_and_fits_a_student(tmp_path):
     moves = np.where(M, student.logits(X), -np.inf).argmax(1)
     assert (moves == np.where(M, L, -np.inf).argmax(1))[seen].mean() > 0.9
     assert out["evaluation"]["derby_exchange"]["games"] == 4
+    # --features: the student reads another feature set, computed from the recorded
+    # observations; its checkpoint computes the same set at every decision
+    game = make_game("derby", num_players=4)
+    out = script.fit([rec], tmp_path / "run2", [16], epochs=1, batch_size=64, deals=0,
+                     threads=1, features="outlook", log=lambda m: None)  # fmt: skip
+    student = PPOPolicy.load(out["checkpoint"], game)
+    assert student.features.name == "outlook" and student.observation_size == 391 + 28 + 3
+    raw = X[:5, : game.observation_size]
+    assert student.logits(student.features.append(raw)).shape == (5, 24)
 
 
 def test_distill_refuses_bad_input(tmp_path, capsys):
@@ -443,12 +452,18 @@ def test_distill_refuses_bad_input(tmp_path, capsys):
     no_meta = tmp_path / "no_meta.npz"
     np.savez(no_meta, meta=np.asarray("[]"), X=np.zeros((3, 391)), M=np.ones((3, 24), bool),
              L=np.zeros((3, 24)), R=np.zeros(3))  # fmt: skip
+    rec_ok = tmp_path / "ok.npz"
+    script.record(4, 3, rec_ok, n_envs=4, log=lambda m: None)
     for argv, needle in (
         (["record", "--out", str(tmp_path / "x.pkl")], "ending in .npz"),
         (["record", "--out", str(tmp_path / "x.npz"), "--decisions", "0"], "--decisions"),
         (["fit", str(bad), "--run-dir", str(tmp_path / "r")], "not a recording"),
         (["fit", str(bad), "--run-dir", str(tmp_path / "r"), "--arch", "a,b"], "--arch"),
         (["fit", str(no_meta), "--run-dir", str(tmp_path / "r")], "does not give the input width"),
+        (
+            ["fit", str(rec_ok), "--run-dir", str(tmp_path / "r"), "--features", "raw"],
+            "no observation feature set 'raw'",
+        ),
         (
             ["record", "--out", str(tmp_path / "x.npz"), "--student", str(bad)],
             "not a readable MaskablePPO checkpoint",
