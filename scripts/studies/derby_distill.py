@@ -5,7 +5,8 @@ Usage::
     .venv/bin/python scripts/studies/derby_distill.py record --decisions 1500000 --seed 1 \\
         --out runs/distill/d1.npz [--student CHECKPOINT.zip --teacher-share 0.5]
     .venv/bin/python scripts/studies/derby_distill.py fit runs/distill/d1.npz [more.npz ...] \\
-        --run-dir runs/distill/s1 [--arch 512,512,512] [--epochs 12] [--init CHECKPOINT.zip]
+        --run-dir runs/distill/s1 [--arch 512,512,512] [--epochs 12] [--init CHECKPOINT.zip] \
+        [--features outlook_moves]
 
 The shipped Derby policy (``agents/pretrained/derby_4p.zip``) is a residual policy: its network
 reads derby_exchange's value of every action, so it needs the heuristic at run time. This study
@@ -27,7 +28,9 @@ fits the actor to the teacher's action distribution (cross-entropy over the lega
 the critic to the recorded rewards, scores on every 20th decision held out how often the
 student's most probable move is the teacher's, saves the result as a checkpoint of a run
 directory (``derby-envs train --resume --run-dir`` continues it with PPO) and plays
-``--deals`` seat-rotated deals against three derby_exchange. Recordings are plain ``.npz``
+``--deals`` seat-rotated deals against three derby_exchange. With ``--features`` the student
+reads another observation feature set (``agents/features.py``), computed from the recorded
+observations (the standalone config with ``observation_features`` set to it). Recordings are plain ``.npz``
 arrays read without pickle (data, never code).
 """
 
