@@ -1534,6 +1534,17 @@ def _draw_places(place, nfin, m, sd, z, x, pl):
 
 
 @_njit
+def _ticket_score(pl, thr, prof):
+    """The score of one hand (``thr``/``prof`` per colour; threshold 0: a ticket not known,
+    paying nothing) when the horses finish at places ``pl``, added in colour order."""
+    t = 0.0
+    for c in range(9):
+        if pl[c] <= thr[c]:
+            t += prof[c]
+    return t
+
+
+@_njit
 def _win_shares(pos, place, m, sd, thr, prof, Z):
     """Each player's expected win share (ties split) when racing horse h ends at
     ``m[h] + sd[h] * Z[s, h]`` (draw s), finished horses keep their places."""
@@ -1550,10 +1561,7 @@ def _win_shares(pos, place, m, sd, thr, prof, Z):
         _draw_places(place, nfin, m, sd, Z[s], x, pl)
         top = -1.0
         for q in range(n):
-            t = 0.0
-            for c in range(9):
-                if pl[c] <= thr[q, c]:
-                    t += prof[q, c]
+            t = _ticket_score(pl, thr[q], prof[q])
             score[q] = t
             mean[q] += t
             top = max(top, t)
@@ -1648,9 +1656,10 @@ def _unplayed_cards(row, off, card_ranks, skip):
 @_njit
 def _model_reads(place, m, sd, thr, prof, n, Z, x, pl, o, scores_at, chances):
     """Adds over the draws ``Z`` (racing horse h ends at N(m_h, sd_h^2), ``_draw_places``)
-    the sums (the caller divides by the draws, as ``_win_shares``): with ``chances``, per horse into ``o[0:27]`` the chance that ticket row 0 (the
-    own) pays, that row 1 (the face-up) would, and the place; into ``o[scores_at + q]`` the
-    score of ticket row 0 (q = 0) and of rows 2.. (the opponents')."""
+    the sums (the caller divides by the draws, as ``_win_shares``): with ``chances``, per
+    horse into ``o[0:27]`` whether ticket row 0 (the own) pays, whether row 1 (the face-up)
+    would, and the place; into ``o[scores_at + q]`` the score of ticket row 0 (q = 0) and of
+    rows 2.. (the opponents')."""
     nfin = 0
     for h in range(9):
         nfin += place[h] > 0
@@ -1662,12 +1671,7 @@ def _model_reads(place, m, sd, thr, prof, n, Z, x, pl, o, scores_at, chances):
                 o[9 + h] += pl[h] <= thr[1, h]
                 o[18 + h] += pl[h]
         for q in range(n):
-            r = q + (q > 0)
-            t = 0.0
-            for c in range(9):
-                if pl[c] <= thr[r, c]:
-                    t += prof[r, c]
-            o[scores_at + q] += t
+            o[scores_at + q] += _ticket_score(pl, thr[q + (q > 0)], prof[q + (q > 0)])
 
 
 @_njit
