@@ -19,9 +19,10 @@ over its play when it gets far more of the teacher's decisions than the config's
 learner's seat of ``--config``'s batched training env (256 games against its derby_exchange
 field) and keeps, per decision, the student's input (the teacher's network input without the
 hint part, which is last), the action mask, the teacher's logits and the final reward of the
-game (NaN for games the recording cut off). With ``--student`` the student acts instead in a
-``1 - --teacher-share`` of the decisions, the teacher still labelling every one (DAgger: Ross
-et al. 2011), so that the student also learns where its own mistakes lead.
+game (NaN for games the recording cut off). With ``--student`` (a standalone checkpoint, any
+feature set) the student acts instead in a ``1 - --teacher-share`` of the decisions, the teacher
+still labelling every one (DAgger: Ross et al. 2011), so that the student also learns where its
+own mistakes lead.
 
 ``fit`` builds the standalone config's MaskablePPO (``--arch`` its layers, actor and critic),
 fits the actor to the teacher's action distribution (cross-entropy over the legal actions) and
@@ -85,11 +86,8 @@ def record(
         raise StudyError("the teacher must be a residual policy on a hint's values")
     width = teacher.observation_size - game.num_actions  # the hint part is last
     student = PPOPolicy.load(student_path, game) if student_path else None
-    if student is not None and student.observation_size != width:
-        raise StudyError(
-            f"{student_path}: the student reads {student.observation_size} numbers, the "
-            f"teacher's input without its hint part is {width}"
-        )
+    if student is not None and student.hint is not None:
+        raise StudyError(f"{student_path}: the student must stand alone (no hint agent)")
     venv = make_vec_env(cfg, [], out.parent)
     rng = np.random.default_rng(seed)
     xs, ms, ls, rs = [], [], [], []
@@ -101,7 +99,10 @@ def record(
             logits = teacher.logits(obs)
             act = np.where(masks, logits, -np.inf).argmax(1)
             if student is not None:
-                own = np.where(masks, student.logits(obs[:, :width]), -np.inf).argmax(1)
+                # the student's own input: the observation and its feature set (any set)
+                raw = obs[:, : game.observation_size]
+                x = raw if student.features is None else student.features.append(raw)
+                own = np.where(masks, student.logits(x), -np.inf).argmax(1)
                 act = np.where(rng.random(n_envs) < teacher_share, act, own)
             step = len(xs)
             xs.append(obs[:, :width].astype(np.float32))
@@ -132,20 +133,27 @@ def record(
     return data
 
 
-def read_recording(path: Path) -> tuple[dict[str, np.ndarray], dict]:
-    """A recording's arrays and meta (no pickle); a StudyError if it is not one."""
+def read_recording(
+    path: Path, arrays: tuple[str, ...] = ARRAYS
+) -> tuple[dict[str, np.ndarray], dict]:
+    """A recording's ``arrays`` (default: all) and meta (no pickle); a StudyError if it is not
+    one."""
     try:
         with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in ARRAYS}
+            if not set(ARRAYS) <= set(z.files):
+                raise KeyError(f"it lacks {sorted(set(ARRAYS) - set(z.files))}")
+            got = {k: z[k] for k in arrays}
             meta = json.loads(str(z["meta"]))
     except (OSError, KeyError, ValueError, EOFError) as exc:
         raise StudyError(f"{path}: not a recording of this study ({exc})") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("width"), int):
         raise StudyError(f"{path}: its meta does not give the input width")
-    n = len(arrays["X"])
-    if any(len(a) != n for a in arrays.values()) or arrays["M"].shape != arrays["L"].shape:
+    n = len(next(iter(got.values())))
+    if any(len(a) != n for a in got.values()) or (
+        "M" in got and "L" in got and got["M"].shape != got["L"].shape
+    ):
         raise StudyError(f"{path}: its arrays differ in length or width")
-    return arrays, meta
+    return got, meta
 
 
 def fit(
@@ -170,8 +178,8 @@ def fit(
     from training.train.config import load_config
     from training.train.trainer import Trainer
 
-    recs = [read_recording(p) for p in paths]
-    widths = {m["width"] for _, m in recs}
+    heads = [read_recording(p, arrays=("R",)) for p in paths]  # checked before the run dir
+    widths = {m["width"] for _, m in heads}
     if len(widths) != 1:
         raise StudyError(f"the recordings have different input widths: {sorted(widths)}")
     torch.set_num_threads(threads)
@@ -187,19 +195,14 @@ def fit(
     try:
         model = trainer.build_model(0, None)
         width, game = widths.pop(), trainer.game
-        X = np.concatenate([r["X"] for r, _ in recs])
-        if features:  # the recorded observation part, with this feature set's numbers
-            X = _with_features(game, features, X[:, : game.observation_size], log)
-        elif model.observation_space.shape[0] != width:
+        if not features and model.observation_space.shape[0] != width:
             raise StudyError("the recordings' inputs are not the standalone config's observation")
+        X, M, logits, R = _stack(paths, [len(h["R"]) for h, _ in heads], game, features, log)
         if init:
             restore_checkpoint(model, Path(init), optimizer=False)
             model.num_timesteps = 0
         policy = model.policy
-        X = torch.as_tensor(X)
-        M = torch.as_tensor(np.concatenate([r["M"] for r, _ in recs]))
-        logits = torch.as_tensor(np.concatenate([r["L"] for r, _ in recs]))
-        R = torch.as_tensor(np.concatenate([r["R"] for r, _ in recs]))
+        X, M, logits, R = (torch.as_tensor(a) for a in (X, M, logits, R))
         legal_logits = torch.where(M, logits, torch.tensor(-1e9))
         target = torch.softmax(legal_logits, 1)
         best = legal_logits.argmax(1)
@@ -253,17 +256,39 @@ def fit(
         trainer.dir.close()
 
 
-def _with_features(game, name: str, obs: np.ndarray, log, chunk: int = 65536) -> np.ndarray:
-    """The observations ``obs`` with feature set ``name`` appended (the student's input)."""
+def _stack(paths: list[Path], sizes: list[int], game, features: str | None, log, chunk=65536):
+    """The recordings' arrays (X, M, L, R) one after the other, X the student's input: as
+    recorded, or with ``features`` the recorded observation part followed by that feature
+    set's numbers. One recording is in memory at a time beside the result (millions of
+    decisions)."""
     from agents.features import ObservationFeatures
 
-    feats = ObservationFeatures(game, name)
-    X = np.empty((len(obs), obs.shape[1] + feats.size), np.float32)
-    t0 = time.perf_counter()
-    for i in range(0, len(obs), chunk):
-        X[i : i + chunk] = feats.append(obs[i : i + chunk])
-    log(f"fit: the {name!r} features of {len(obs):,} decisions ({time.perf_counter() - t0:.0f} s)")
-    return X
+    feats = ObservationFeatures(game, features) if features else None
+    n, t0, at = sum(sizes), time.perf_counter(), 0
+    X = M = L = R = None
+    for path, size in zip(paths, sizes, strict=True):
+        rec, meta = read_recording(path)
+        if len(rec["X"]) != size or rec["X"].shape[1] != meta["width"]:
+            raise StudyError(f"{path}: its inputs are not {size:,} rows of its width")
+        if X is None:
+            width = game.observation_size + feats.size if feats else rec["X"].shape[1]
+            X = np.empty((n, width), np.float32)
+            M, L = (
+                np.empty((n, rec["M"].shape[1]), bool),
+                np.empty((n, rec["L"].shape[1]), np.float32),
+            )
+            R = np.empty(n, np.float32)
+        for i in range(0, size, chunk):  # in chunks: the features of a chunk at a time
+            x = rec["X"][i : i + chunk]
+            X[at + i : at + i + len(x)] = (
+                feats.append(x[:, : game.observation_size]) if feats else x
+            )
+        M[at : at + size], L[at : at + size], R[at : at + size] = rec["M"], rec["L"], rec["R"]
+        at += size
+        del rec
+    if feats:
+        log(f"fit: the {features!r} features of {n:,} decisions ({time.perf_counter() - t0:.0f} s)")
+    return X, M, L, R
 
 
 def _agreement(policy, X, M, best, rows) -> float:

@@ -443,6 +443,14 @@ def test_distill_records_the_teacher_and_fits_a_student(tmp_path):
     assert student.features.name == "outlook" and student.observation_size == 391 + 28 + 3
     raw = X[:5, : game.observation_size]
     assert student.logits(student.features.append(raw)).shape == (5, 24)
+    # DAgger: that student (its own feature set) acts in every decision, the teacher labels
+    # them; the same seed's first decisions match the teacher-only recording, then the games
+    # go where the student took them
+    dagger = script.record(4 * 48, 3, tmp_path / "g.npz", student_path=out["checkpoint"],
+                           teacher_share=0.0, n_envs=4, log=lambda m: None)  # fmt: skip
+    assert np.array_equal(dagger["X"][:4], X[:4]) and not np.array_equal(dagger["X"], X)
+    assert np.array_equal(dagger["M"][:4], M[:4]) and np.array_equal(dagger["L"][:4], L[:4])
+    assert script.read_recording(tmp_path / "g.npz")[1]["teacher_share"] == 0.0
 
 
 def test_distill_refuses_bad_input(tmp_path, capsys):
@@ -462,11 +470,15 @@ def test_distill_refuses_bad_input(tmp_path, capsys):
         (["fit", str(no_meta), "--run-dir", str(tmp_path / "r")], "does not give the input width"),
         (
             ["fit", str(rec_ok), "--run-dir", str(tmp_path / "r"), "--features", "raw"],
-            "no observation feature set 'raw'",
+            "got 'raw', expected null or a feature set of derby",
         ),
         (
             ["record", "--out", str(tmp_path / "x.npz"), "--student", str(bad)],
             "not a readable MaskablePPO checkpoint",
+        ),
+        (
+            ["record", "--out", str(tmp_path / "x.npz"), "--student", script.TEACHER],
+            "must stand alone",
         ),
     ):
         assert script.main(argv) == 2
