@@ -245,7 +245,13 @@ def fit(
         ev = float(explained_variance(v, R[known].numpy())) if len(known) > 1 else float("nan")
         path = trainer.save_checkpoint(model, ask_workers=False)
         log(f"fit: the critic explains {ev:.3f} of the held-out rewards' variance; -> {path}")
-        out = {"agreement": agree, "critic_explained_variance": ev, "checkpoint": str(path)}
+        by_kind = {
+            kind: round(_agreement(policy, X, M, best, held_rows[torch.as_tensor(rows)]), 4)
+            for kind, rows in _kinds(M[held_rows].numpy()).items()
+        }
+        log(f"fit: held-out agreement by kind of decision: {by_kind}")
+        out = {"agreement": agree, "by_kind": by_kind, "critic_explained_variance": ev,
+               "checkpoint": str(path)}  # fmt: skip
         if deals:
             results = trainer.evaluate(model, deals)
             out["evaluation"] = {k: v["row"] for k, v in results.items()}
@@ -289,6 +295,22 @@ def _stack(paths: list[Path], sizes: list[int], game, features: str | None, log,
     if feats:
         log(f"fit: the {features!r} features of {n:,} decisions ({time.perf_counter() - t0:.0f} s)")
     return X, M, L, R
+
+
+def _kinds(masks: np.ndarray) -> dict[str, np.ndarray]:
+    """The rows of ``masks`` (Derby's) by kind of decision, told by the legal actions:
+    an exchange, a turn start (the number card and a movement card both to play), the
+    number card alone, the movement card after the number (empty kinds left out)."""
+    from derby_envs.games.derby.constants import BLIND, OPEN1, OPEN2, PLAY, SKIP
+
+    card = masks[:, [OPEN1, OPEN2, BLIND]].any(1)
+    kinds = {
+        "turn start": masks[:, PLAY] & card,
+        "number only": masks[:, PLAY] & ~card,
+        "card after number": ~masks[:, PLAY] & card,
+        "exchange": masks[:, SKIP],
+    }
+    return {k: np.flatnonzero(v) for k, v in kinds.items() if v.any()}
 
 
 def _agreement(policy, X, M, best, rows) -> float:

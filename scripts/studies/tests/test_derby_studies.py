@@ -434,6 +434,13 @@ def test_distill_records_the_teacher_and_fits_a_student(tmp_path):
     moves = np.where(M, student.logits(X), -np.inf).argmax(1)
     assert (moves == np.where(M, L, -np.inf).argmax(1))[seen].mean() > 0.9
     assert out["evaluation"]["derby_exchange"]["games"] == 4
+    # the held-out agreement by kind of decision: every kind a row of its own, the same total
+    held = ~seen
+    kinds = script._kinds(M[held])
+    assert sum(len(r) for r in kinds.values()) == held.sum() and "exchange" in kinds
+    assert set(out["by_kind"]) == set(kinds)
+    total = sum(out["by_kind"][k] * len(r) for k, r in kinds.items()) / held.sum()
+    assert abs(total - out["agreement"]) < 1e-3
     # --features: the student reads another feature set, computed from the recorded
     # observations; its checkpoint computes the same set at every decision
     game = make_game("derby", num_players=4)
