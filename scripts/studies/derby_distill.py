@@ -5,7 +5,7 @@ Usage::
     .venv/bin/python scripts/studies/derby_distill.py record --decisions 1500000 --seed 1 \\
         --out runs/distill/d1.npz [--student CHECKPOINT.zip --teacher-share 0.5]
     .venv/bin/python scripts/studies/derby_distill.py fit runs/distill/d1.npz [more.npz ...] \\
-        --run-dir runs/distill/s1 [--arch 512,512,512] [--epochs 12] [--init CHECKPOINT.zip] \
+        --run-dir runs/distill/s1 [--arch 512,512,512] [--epochs 12] [--init CHECKPOINT.zip] \\
         [--features outlook_moves]
 
 The shipped Derby policy (``agents/pretrained/derby_4p.zip``) is a residual policy: its network

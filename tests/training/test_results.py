@@ -47,7 +47,10 @@ def test_pages_come_from_the_stored_records(tmp_path):
     pretrained = pages["pretrained"]
     assert "## `kd.zip` (kentucky_derby, 1,234 training steps)" in pretrained
     assert pretrained.count("shipped 2030-01-03 · m") == 1
-    assert "`derby-envs evaluate --y`" in pretrained and "text, not a table" not in pretrained
+    assert "`derby-envs evaluate --y`" in pretrained
+    # the results' note is shown as a paragraph under the sidecar line, not as a table
+    assert "shipped 2030-01-03 · m\n\ntext, not a table\n" in pretrained
+    assert "### note" not in pretrained
     assert "No measurement stored yet." in pages["bench"]
     for text in pages.values():
         assert text.startswith(results.HEADER)

@@ -137,8 +137,9 @@ PAGES = {
     ),
     "pretrained": (
         "Shipped policies",
-        "The evaluations stored in the training sidecars of `agents/pretrained/` (each written "
-        "by the run that shipped the policy, with the command that made it).",
+        "The evaluations stored in the training sidecars of `agents/pretrained/` (each with the "
+        "command that made it; a sidecar's note says which were replayed after the policy "
+        "shipped).",
     ),
 }
 
@@ -253,6 +254,8 @@ def _sidecar_sections(pretrained: Path) -> list[str]:
         when = side.get("shipped", "date not recorded")
         where = side.get("machine", "machine not recorded")
         parts = [head, "", f"Sidecar `agents/pretrained/{path.name}` · shipped {when} · {where}"]
+        if isinstance(results.get("note"), str):
+            parts += ["", results["note"]]
         for key, res in results.items():
             if not isinstance(res, dict) or "rows" not in res:
                 continue
