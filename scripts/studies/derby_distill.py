@@ -7,6 +7,8 @@ Usage::
     .venv/bin/python scripts/studies/derby_distill.py fit runs/distill/d1.npz [more.npz ...] \\
         --run-dir runs/distill/s1 [--arch 512,512,512] [--epochs 12] [--init CHECKPOINT.zip] \\
         [--features outlook_moves]
+    .venv/bin/python scripts/studies/derby_distill.py explain runs/distill/g3.npz \\
+        --student CHECKPOINT.zip [--rows 80000] [--json OUT.json]
 
 The shipped Derby policy (``agents/pretrained/derby_4p.zip``) is a residual policy: its network
 reads derby_exchange's value of every action, so it needs the heuristic at run time. This study
@@ -33,6 +35,14 @@ directory (``derby-envs train --resume --run-dir`` continues it with PPO) and pl
 reads another observation feature set (``agents/features.py``), computed from the recorded
 observations (the standalone config with ``observation_features`` set to it). Recordings are plain ``.npz``
 arrays read without pickle (data, never code).
+
+``explain`` tells where a student and the teacher part, on a recording's held-out decisions
+(every 20th, the first ``--rows`` of them): per kind of decision the agreement and the most
+common (teacher, student) pairs of moves, and, where the teacher plays the movement card after
+its number with both open cards legal, how often each reading orders the two cards as the
+teacher does: the student, derby_exchange's and derby_projection's action values (the
+heuristics' race model, computed exactly), and the expected own score after each card of the
+``outlook_moves`` features (the same race model over a fixed table of draws).
 """
 
 from __future__ import annotations
@@ -297,6 +307,59 @@ def _stack(paths: list[Path], sizes: list[int], game, features: str | None, log,
     return X, M, L, R
 
 
+def explain(path: Path, student_path: str, rows: int = 80_000) -> dict:
+    """The ``explain`` report (module docstring) of the recording at ``path``."""
+    from collections import Counter
+
+    from agents.derby import DerbyExchange, DerbyProjection, observation_outlook
+    from agents.ppo import PPOPolicy
+    from derby_envs.games.derby.constants import BLIND, DECLINE, OPEN1, OPEN2, PLAY, SKIP
+    from derby_envs.registry import make_game
+
+    rec, _ = read_recording(path, arrays=("X", "M", "L"))
+    held = np.arange(HOLD - 1, len(rec["M"]), HOLD)[:rows]
+    game = make_game("derby", num_players=4)
+    student = PPOPolicy.load(student_path, game)
+    if student.hint is not None:
+        raise StudyError(f"{student_path}: the student must stand alone (no hint agent)")
+    raw = rec["X"][held, : game.observation_size]
+    M, L = rec["M"][held], rec["L"][held]
+    x = raw if student.features is None else student.features.append(raw)
+    logits = student.logits(x)
+    own = np.where(M, logits, -np.inf).argmax(1)
+    teacher = np.where(M, L, -np.inf).argmax(1)
+    names = {PLAY: "play", DECLINE: "decline", OPEN1: "open 1", OPEN2: "open 2",
+             BLIND: "blind", SKIP: "skip"}  # fmt: skip
+    report: dict = {"recording": str(path), "student": str(student_path), "rows": len(held),
+                    "kinds": {}}  # fmt: skip
+    for kind, r in _kinds(M).items():
+        pairs = Counter(
+            f"{names.get(int(t), 'exchange')} -> {names.get(int(o), 'exchange')}"
+            for t, o in zip(teacher[r], own[r], strict=True)
+            if t != o
+        )
+        report["kinds"][kind] = {"rows": len(r), "agreement": float((own[r] == teacher[r]).mean()),
+                                 "disagreements": dict(pairs.most_common(6))}  # fmt: skip
+    both = (~M[:, PLAY] & M[:, OPEN1] & M[:, OPEN2]) & np.isin(teacher, [OPEN1, OPEN2])
+    r = np.flatnonzero(both)
+    orders = {"rows": len(r)}
+    if len(r):
+        masks = M[r].astype(np.int8)
+        n = game.num_players
+        outlook = observation_outlook(game, raw[r], moves=True)  # own score after each card
+        readings = {
+            "student": logits[r],
+            "derby_exchange": DerbyExchange(game).values_batch(raw[r], masks),
+            "derby_projection": DerbyProjection(game).values_batch(raw[r], masks),
+        }
+        readings = {k: (v[:, OPEN1], v[:, OPEN2]) for k, v in readings.items()}
+        readings["outlook_moves own score"] = (outlook[:, 27 + n], outlook[:, 27 + 2 * n])
+        for name, (v1, v2) in readings.items():  # ties count as the first card (act's rule)
+            orders[name] = float((np.where(v1 >= v2, OPEN1, OPEN2) == teacher[r]).mean())
+    report["card after number, the two open cards"] = orders
+    return report
+
+
 def _kinds(masks: np.ndarray) -> dict[str, np.ndarray]:
     """The rows of ``masks`` (Derby's) by kind of decision, told by the legal actions:
     an exchange, a turn start (the number card and a movement card both to play), the
@@ -354,9 +417,21 @@ def main(argv: list[str] | None = None) -> int:
         help="the student's observation feature set, computed from "
         "the recorded observations (default: the standalone config's, as recorded)",
     )
+    e = sub.add_parser("explain", help="where a student and the teacher part")
+    e.add_argument("recording", type=Path)
+    e.add_argument("--student", required=True, help="a standalone student checkpoint")
+    e.add_argument("--rows", type=int, default=80_000, help="held-out decisions read")
+    e.add_argument("--json", type=Path, help="also write the report here")
     a = p.parse_args(argv)
     try:
-        if a.cmd == "record":
+        if a.cmd == "explain":
+            if a.rows < 1:
+                raise StudyError("--rows must be >= 1")
+            report = explain(a.recording, a.student, a.rows)
+            print(json.dumps(report, indent=1))
+            if a.json:
+                a.json.write_text(json.dumps(report, indent=1) + "\n")
+        elif a.cmd == "record":
             if a.decisions < 1 or a.n_envs < 1 or not 0.0 <= a.teacher_share <= 1.0:
                 raise StudyError("--decisions and --n-envs must be >= 1, --teacher-share in [0, 1]")
             if a.out.suffix != ".npz":

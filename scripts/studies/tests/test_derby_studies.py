@@ -5,6 +5,7 @@ Not in the default test run (``testpaths`` is ``tests/``): ``make test-studies``
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -458,6 +459,28 @@ def test_distill_records_the_teacher_and_fits_a_student(tmp_path):
     assert np.array_equal(dagger["X"][:4], X[:4]) and not np.array_equal(dagger["X"], X)
     assert np.array_equal(dagger["M"][:4], M[:4]) and np.array_equal(dagger["L"][:4], L[:4])
     assert script.read_recording(tmp_path / "g.npz")[1]["teacher_share"] == 0.0
+    # explain: the held-out rows by kind, the student's agreement on each as counted here,
+    # and the two-open-cards readings (the student's own order among them)
+    report_path = tmp_path / "explain.json"
+    argv = ["explain", str(rec), "--student", out["checkpoint"], "--json", str(report_path)]
+    assert script.main(argv) == 0
+    report = json.loads(report_path.read_text())
+    held = np.arange(script.HOLD - 1, len(M), script.HOLD)
+    x = student.features.append(X[held, : game.observation_size])
+    own = np.where(M[held], student.logits(x), -np.inf).argmax(1)
+    best = np.where(M[held], L[held], -np.inf).argmax(1)
+    assert report["rows"] == len(held)
+    for kind, r in script._kinds(M[held]).items():
+        got = report["kinds"][kind]
+        assert got["rows"] == len(r) and got["agreement"] == pytest.approx(
+            (own[r] == best[r]).mean()
+        )
+        assert sum(got["disagreements"].values()) <= len(r) - (own[r] == best[r]).sum()
+    orders = report["card after number, the two open cards"]
+    assert set(orders) <= {"rows", "student", "derby_exchange", "derby_projection",
+                           "outlook_moves own score"}  # fmt: skip
+    assert all(0.0 <= v <= 1.0 for k, v in orders.items() if k != "rows")
+    assert script.main(["explain", str(rec), "--student", script.TEACHER]) == 2
 
 
 def test_distill_refuses_bad_input(tmp_path, capsys):
