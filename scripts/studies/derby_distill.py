@@ -95,9 +95,7 @@ def record(
     if teacher.hint_features != "values" or cfg.hint_features != "values":
         raise StudyError("the teacher must be a residual policy on a hint's values")
     width = teacher.observation_size - game.num_actions  # the hint part is last
-    student = PPOPolicy.load(student_path, game) if student_path else None
-    if student is not None and student.hint is not None:
-        raise StudyError(f"{student_path}: the student must stand alone (no hint agent)")
+    student = _standalone(student_path, game) if student_path else None
     venv = make_vec_env(cfg, [], out.parent)
     rng = np.random.default_rng(seed)
     xs, ms, ls, rs = [], [], [], []
@@ -307,21 +305,28 @@ def _stack(paths: list[Path], sizes: list[int], game, features: str | None, log,
     return X, M, L, R
 
 
+def _standalone(path: str, game):
+    """The student checkpoint at ``path``; a StudyError if it needs a hint agent."""
+    from agents.ppo import PPOPolicy
+
+    student = PPOPolicy.load(path, game)
+    if student.hint is not None:
+        raise StudyError(f"{path}: the student must stand alone (no hint agent)")
+    return student
+
+
 def explain(path: Path, student_path: str, rows: int = 80_000) -> dict:
     """The ``explain`` report (module docstring) of the recording at ``path``."""
     from collections import Counter
 
     from agents.derby import DerbyExchange, DerbyProjection, observation_outlook
-    from agents.ppo import PPOPolicy
     from derby_envs.games.derby.constants import BLIND, DECLINE, OPEN1, OPEN2, PLAY, SKIP
     from derby_envs.registry import make_game
 
     rec, _ = read_recording(path, arrays=("X", "M", "L"))
     held = np.arange(HOLD - 1, len(rec["M"]), HOLD)[:rows]
     game = make_game("derby", num_players=4)
-    student = PPOPolicy.load(student_path, game)
-    if student.hint is not None:
-        raise StudyError(f"{student_path}: the student must stand alone (no hint agent)")
+    student = _standalone(student_path, game)
     raw = rec["X"][held, : game.observation_size]
     M, L = rec["M"][held], rec["L"][held]
     x = raw if student.features is None else student.features.append(raw)
